@@ -1,0 +1,156 @@
+// SaFE's one configuration file (/etc/safe/safe.yaml), as typed structs. Defaults live here, in
+// the member initialisers, and nowhere else; docs/config.md documents each of them.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace safe {
+
+enum class HealthLevel { strict, standard, off };
+enum class GpuBackendKind { auto_detect, rsmi, nvml, sim };
+
+std::string_view to_string(HealthLevel level);
+std::string_view to_string(GpuBackendKind kind);
+
+struct WorkspaceConfig {
+  std::string name;
+  int gpu_quota = 0;  // 0: no quota (no license is created)
+  std::string partition;
+  std::string account;
+  std::string qos;
+  std::vector<std::string> users;   // user names allowed to submit
+  std::vector<std::string> groups;  // Unix groups whose members may submit
+  int default_retries = 0;
+  int max_retries = 3;
+  HealthLevel default_health = HealthLevel::standard;
+};
+
+struct AdmissionConfig {
+  bool require_workspace = false;
+  int default_retries = 0;  // for jobs outside any workspace
+  int max_retries = 50;
+  HealthLevel default_health = HealthLevel::standard;
+};
+
+struct MountRequirement {
+  std::string path;
+  int min_free_gib = 1;
+  int min_free_inodes_percent = 1;
+};
+
+struct HealthThresholds {
+  long long ecc_correctable_max = 10000;
+  long long ecc_uncorrectable_max = 0;
+  int retired_pages_max = 10;
+  long long pcie_replay_max = 1000;
+  int temperature_max_c = 100;  // used when the device reports no slowdown threshold
+  int temperature_margin_c = 5; // fail this many degrees below the device's slowdown threshold
+  int stray_gpu_memory_mib = 15;
+  int kmsg_window_s = 7200;
+  int pcie_bus_error_storm_count = 11000;
+  int pcie_bus_error_storm_window_s = 600;
+  std::vector<int> xid_critical = {48, 56, 57, 58, 62, 63, 64, 65, 68, 69, 73, 74, 79, 80, 81, 92, 119, 120};
+  std::vector<int> xid_warning = {13, 31, 43, 45, 109};
+};
+
+struct HealthConfig {
+  GpuBackendKind backend = GpuBackendKind::auto_detect;
+  std::string sim_dir = "/var/lib/safe/sim";
+  std::string state_dir = "/var/lib/safe/health";
+  std::string node_name;  // empty: SLURMD_NODENAME, then the host name
+  int expected_gpus = 0;  // 0: do not check the count
+  int interval_s = 300;
+  int jitter_s = 30;
+  int check_timeout_s = 10;
+  int fail_runs_before_drain = 2;
+  int critical_fail_runs_before_drain = 1;
+  int pass_runs_before_resume = 3;
+  int min_memory_gib = 0;  // 0: do not check
+  std::vector<MountRequirement> mounts;
+  int ib_min_rate_gbps = 0;  // 0: do not check IB ports
+  std::string numa_reference;  // file with the expected GPU -> NUMA map; empty: not checked
+  HealthThresholds thresholds;
+};
+
+struct FailoverConfig {
+  std::vector<int> infra_exit_codes = {75};
+  std::vector<std::string> retry_classes = {"node_fault", "infra_transient"};
+  int backoff_initial_s = 10;
+  int backoff_max_s = 600;
+  int rate_limit_per_minute = 20;  // cluster-wide failovers
+  int lemon_faults = 3;
+  int lemon_window_s = 86400;
+};
+
+struct CheckpointConfig {
+  std::string signal = "USR1";
+  int grace_s = 120;
+  std::string complete_marker = "COMPLETE";
+};
+
+struct ControllerConfig {
+  std::string state_dir = "/var/lib/safe";
+  std::string listen = "127.0.0.1:9810";
+  int poll_interval_ms = 1000;
+};
+
+struct KubernetesConfig {
+  std::string kubeconfig;  // empty: in-cluster service account
+  std::string namespace_ = "safe";
+  std::string gpu_resource = "amd.com/gpu";
+  std::string checkpoint_pvc;
+  std::string checkpoint_host_path;
+};
+
+struct KubeBridgeConfig {
+  std::string listen = "127.0.0.1:9820";
+  std::string tls_cert;
+  std::string tls_key;
+  std::string jwt_key_file;
+  bool munge_auth = true;
+  std::vector<std::string> admins = {"root"};
+  int max_body_bytes = 1048576;
+  KubernetesConfig kubernetes;
+};
+
+struct SafeConfig {
+  std::vector<WorkspaceConfig> workspaces;
+  AdmissionConfig admission;
+  HealthConfig health;
+  FailoverConfig failover;
+  CheckpointConfig checkpoint;
+  ControllerConfig controller;
+  KubeBridgeConfig kube_bridge;
+
+  const WorkspaceConfig* find_workspace(std::string_view name) const;
+};
+
+struct ConfigError {
+  std::string file;
+  int line = 0;  // 0: the problem is with the file as a whole
+  int column = 0;
+  std::string message;
+  std::string to_string() const;  // "FILE:LINE:COL: message"
+};
+
+struct ConfigResult {
+  std::optional<SafeConfig> config;  // set only when errors is empty
+  std::vector<ConfigError> errors;
+  bool ok() const { return errors.empty(); }
+};
+
+// Parses and validates; `file` names the source in error messages.
+ConfigResult parse_config(std::string_view text, const std::string& file);
+ConfigResult load_config_file(const std::string& path);
+
+// $SAFE_CONFIG when set and non-empty, else the installed default (/etc/safe/safe.yaml).
+std::string config_path_from_env();
+
+// Every key path the schema knows (e.g. "health.thresholds.pcie_replay_max",
+// "workspaces[].gpu_quota"), for documentation checks.
+std::vector<std::string> config_key_paths();
+
+}  // namespace safe

@@ -1,0 +1,11 @@
+// safectl's subcommands. Each takes the arguments after its own name and returns the exit code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace safe::ctl {
+
+int config_check(const std::vector<std::string>& args);
+
+}  // namespace safe::ctl

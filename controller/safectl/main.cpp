@@ -1,0 +1,39 @@
+// safectl: the admin's and user's command line for SaFE.
+#include <boost/program_options/errors.hpp>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "controller/safectl/commands.hpp"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: safectl COMMAND [ARGS]\n"
+    "\n"
+    "commands:\n"
+    "  config check [FILE]   validate a safe.yaml (default $SAFE_CONFIG or /etc/safe/safe.yaml)\n"
+    "\n"
+    "Run 'safectl COMMAND --help' for a command's options.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  try {
+    if (args.size() >= 2 && args[0] == "config" && args[1] == "check")
+      return safe::ctl::config_check({args.begin() + 2, args.end()});
+  } catch (const boost::program_options::error& e) {
+    std::cerr << "safectl: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "safectl: " << e.what() << "\n";
+    return 1;
+  }
+  std::cerr << "safectl: unknown command '" << args[0] << (args.size() > 1 ? " " + args[1] : "") << "'\n\n" << kUsage;
+  return 2;
+}
