@@ -68,6 +68,10 @@ struct HealthConfig {
   int fail_runs_before_drain = 2;
   int critical_fail_runs_before_drain = 1;
   int pass_runs_before_resume = 3;
+  int unknown_runs_before_fail = 3;  // a check "unknown" (timed out) this many runs in a row fails
+  int slurm_timeout_s = 5;           // each scontrol call of the node programs
+  int gate_timeout_s = 5;            // the prolog/epilog's GPU query
+  std::vector<std::string> disabled_checks;  // check names (docs/health.md) not run on this node
   int min_memory_gib = 0;  // 0: do not check
   std::vector<MountRequirement> mounts;
   int ib_min_rate_gbps = 0;  // 0: do not check IB ports

@@ -8,6 +8,7 @@
 
 #include "common/config.hpp"
 #include "common/config_schema.hpp"
+#include "common/health_check.hpp"
 #include "common/signal_name.hpp"
 #include "common/yaml_document.hpp"
 
@@ -316,6 +317,12 @@ const Validator kCheckpointSignal = [](const std::string& v) -> std::optional<st
   if (checkpoint_signal_number(v)) return std::nullopt;
   return "expects a signal a job can catch, e.g. USR1, USR2, TERM, INT, HUP";
 };
+const Validator kHealthCheckName = [](const std::string& v) -> std::optional<std::string> {
+  if (is_health_check_name(v)) return std::nullopt;
+  std::string names;
+  for (const char* n : kHealthCheckNames) names += (names.empty() ? "" : ", ") + std::string(n);
+  return "expects a check name: " + names;
+};
 const Validator kFailureClass = regex_rule("node_fault|infra_transient|user_error|preempted|timeout|cancelled|unknown",
                                            "expects a failure class: node_fault, infra_transient, user_error, "
                                            "preempted, timeout, cancelled or unknown");
@@ -393,6 +400,10 @@ void read_health(MapScope& s, HealthConfig& h) {
   s.integer("fail_runs_before_drain", h.fail_runs_before_drain, 1, 100);
   s.integer("critical_fail_runs_before_drain", h.critical_fail_runs_before_drain, 1, 100);
   s.integer("pass_runs_before_resume", h.pass_runs_before_resume, 1, 100);
+  s.integer("unknown_runs_before_fail", h.unknown_runs_before_fail, 1, 100);
+  s.integer("slurm_timeout_s", h.slurm_timeout_s, 1, 30);
+  s.integer("gate_timeout_s", h.gate_timeout_s, 1, 30);
+  s.string_list("disabled_checks", h.disabled_checks, kHealthCheckName);
   s.integer("min_memory_gib", h.min_memory_gib, 0, 1 << 20);
   s.list_of("mounts", h.mounts, read_mount);
   s.integer("ib_min_rate_gbps", h.ib_min_rate_gbps, 0, 10000);

@@ -1,0 +1,118 @@
+#include "common/sim_gpu_file.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace safe {
+
+std::optional<SimFault> sim_fault_from_string(std::string_view name) {
+  for (SimFault f : {SimFault::ecc, SimFault::lost, SimFault::hot, SimFault::xgmi, SimFault::pcie, SimFault::hang,
+                     SimFault::clear})
+    if (to_string(f) == name) return f;
+  return std::nullopt;
+}
+
+std::string_view to_string(SimFault fault) {
+  switch (fault) {
+    case SimFault::ecc: return "ecc";
+    case SimFault::lost: return "lost";
+    case SimFault::hot: return "hot";
+    case SimFault::xgmi: return "xgmi";
+    case SimFault::pcie: return "pcie";
+    case SimFault::hang: return "hang";
+    case SimFault::clear: return "clear";
+  }
+  return "?";
+}
+
+std::optional<std::string> apply_sim_fault(GpuSnapshot& s, int gpu, SimFault fault) {
+  if (gpu < 0 && (fault == SimFault::clear || fault == SimFault::hang)) {
+    if (fault == SimFault::hang) {
+      s.hang = true;
+      return std::nullopt;
+    }
+    s.hang = false;
+    for (auto& g : s.gpus) g = healthy_sim_gpu(g.index);
+    return std::nullopt;
+  }
+  if (fault == SimFault::hang) {
+    s.hang = true;  // a hung library hangs for every GPU
+    return std::nullopt;
+  }
+  GpuDevice* target = nullptr;
+  for (auto& g : s.gpus)
+    if (g.index == gpu) target = &g;
+  if (!target)
+    return "no GPU " + std::to_string(gpu) + " on this node (it has " + std::to_string(s.gpus.size()) + ")";
+  GpuDevice& g = *target;
+  switch (fault) {
+    case SimFault::ecc: g.ecc_uncorrectable += 2; break;
+    case SimFault::lost:
+      g.responsive = false;
+      g.error = "GPU is lost (simulated)";
+      break;
+    case SimFault::hot: g.temperature_c = (g.slowdown_c > 0 ? g.slowdown_c : 100) + 3; break;
+    case SimFault::xgmi:
+      g.xgmi_links_inactive = g.xgmi_links > 0 ? 1 : 0;
+      g.xgmi_errors = 1;
+      break;
+    case SimFault::pcie:
+      g.link_width = g.link_max_width > 1 ? g.link_max_width / 2 : 1;
+      break;
+    case SimFault::clear: g = healthy_sim_gpu(g.index); break;
+    case SimFault::hang: break;
+  }
+  return std::nullopt;
+}
+
+std::string sim_file_path(std::string_view sim_dir, std::string_view node) {
+  std::string dir(sim_dir);
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir + "/" + std::string(node) + ".json";
+}
+
+std::optional<GpuSnapshot> load_sim_file(const std::string& path, int default_gpus, std::string& error) {
+  std::ifstream in(path);
+  if (!in) {
+    if (errno == ENOENT) return healthy_sim_snapshot(default_gpus);
+    error = path + ": " + std::strerror(errno);
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::string parse_error;
+  auto snapshot = gpu_snapshot_from_json(text.str(), parse_error);
+  if (!snapshot) {
+    error = path + ": " + parse_error;
+    return std::nullopt;
+  }
+  snapshot->backend = "sim";
+  return snapshot;
+}
+
+bool save_sim_file(const std::string& path, const GpuSnapshot& snapshot, std::string& error) {
+  std::string dir = path.substr(0, path.find_last_of('/'));
+  if (!dir.empty()) mkdir(dir.c_str(), 0755);
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << to_json(snapshot);
+    if (!out) {
+      error = tmp + ": " + std::strerror(errno);
+      return false;
+    }
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    error = path + ": " + std::strerror(errno);
+    unlink(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace safe

@@ -1,0 +1,297 @@
+#include "healthcheck/health_run.hpp"
+
+#include <fcntl.h>
+#include <jansson.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "healthcheck/hwloc_numa.hpp"
+#include "healthcheck/host_checks.hpp"
+#include "healthcheck/kmsg_check.hpp"
+#include "healthcheck/timed_task.hpp"
+
+namespace safe {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Results = std::vector<CheckResult>;
+
+bool make_dirs(const std::string& path) {
+  std::string partial;
+  std::istringstream parts(path);
+  std::string part;
+  while (std::getline(parts, part, '/')) {
+    if (part.empty()) continue;
+    partial += "/" + part;
+    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) return false;
+  }
+  return true;
+}
+
+bool write_atomically(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    if (!out.flush()) return false;
+  }
+  return rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+// One instance per node at a time (NHC issue #104): an flock the kernel drops when we exit.
+class RunLock {
+ public:
+  explicit RunLock(const std::string& path) : fd_(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    held_ = fd_ >= 0 && flock(fd_, LOCK_EX | LOCK_NB) == 0;
+  }
+  ~RunLock() {
+    if (fd_ >= 0) close(fd_);
+  }
+  bool held() const { return held_; }
+
+ private:
+  int fd_;
+  bool held_ = false;
+};
+
+Results unknown_results(std::initializer_list<const char*> names, Severity severity, bool urgent, const std::string& why) {
+  Results r;
+  for (const char* n : names) r.push_back(unknown(n, severity, urgent, why));
+  return r;
+}
+
+bool disabled(const HealthConfig& h, const std::string& check) {
+  return std::count(h.disabled_checks.begin(), h.disabled_checks.end(), check) > 0;
+}
+
+}  // namespace
+
+RunReport run_health_once(const RunOptions& o, ProcessRunner& runner, SlurmNodeControl& slurm) {
+  auto started = Clock::now();
+  const HealthConfig& h = o.config.health;
+  RunReport report;
+  report.node = o.node;
+  report.time = static_cast<long long>(std::time(nullptr));
+
+  if (!make_dirs(h.state_dir)) {
+    report.status = "not-run";
+    report.exit_code = kExitNotRun;
+    report.error = "cannot create " + h.state_dir + ": " + std::strerror(errno);
+    return report;
+  }
+  std::string base = h.state_dir + "/" + o.node;
+  RunLock lock(base + ".lock");
+  if (!lock.held()) {
+    report.status = "not-run";
+    report.exit_code = kExitNotRun;
+    report.error = "another run for " + o.node + " is in progress (" + base + ".lock)";
+    return report;
+  }
+  HealthHistory history;
+  if (std::ifstream in(base + ".json"); in) {
+    std::stringstream text;
+    text << in.rdbuf();
+    history = health_history_from_json(text.str());
+  }
+  report.startup_run = o.force_startup || (!o.slurmd_instance.empty() && o.slurmd_instance != history.slurmd_instance);
+  if (!o.slurmd_instance.empty()) history.slurmd_instance = o.slurmd_instance;
+
+  const auto check_timeout = std::chrono::seconds(h.check_timeout_s);
+  const auto deadline = started + check_timeout + std::chrono::milliseconds(200);
+  NodeFs fs = o.fs;
+  HealthConfig hc = h;
+
+  // Everything starts at once; each result is waited for only until the shared deadline.
+  GpuChildArgs child{o.self_exe, o.config_path, o.node, fs.root()};
+  ProcessRunner* runner_ptr = &runner;  // the runner outlives every wait below (waits end by the deadline)
+  TimedTask<GpuQuery> gpu_task([runner_ptr, child, check_timeout] { return query_gpus(*runner_ptr, child, check_timeout); });
+  bool read_slurm = o.use_slurm && !report.startup_run;
+  SlurmNodeControl* slurm_ptr = &slurm;
+  std::string node = o.node;
+  struct StatusRead {
+    std::optional<NodeStatus> status;
+    std::string error;
+  };
+  std::optional<TimedTask<StatusRead>> status_task;
+  if (read_slurm)
+    status_task.emplace([slurm_ptr, node] {
+      StatusRead r;
+      r.status = slurm_ptr->read(node, r.error);
+      return r;
+    });
+  TimedTask<Results> kmsg_task([fs, hc] { return run_kmsg_check(fs, hc.thresholds); });
+  TimedTask<Results> host_task([fs, hc] { return Results{check_memory(fs, hc.min_memory_gib), check_ib_ports(fs, hc.ib_min_rate_gbps)}; });
+  TimedTask<Results> mounts_task([fs, hc] { return Results{check_mounts(fs, hc.mounts)}; });
+  bool numa_from_hwloc = !h.numa_reference.empty() && h.backend != GpuBackendKind::sim;
+  std::optional<TimedTask<std::optional<NumaMap>>> numa_task;
+  if (numa_from_hwloc)
+    numa_task.emplace([] {
+      std::string error;
+      return hwloc_gpu_numa_map(error);
+    });
+
+  Results results;
+  std::optional<GpuQuery> gpu = gpu_task.wait_until(deadline);
+  std::optional<StatusRead> status_read;
+  if (status_task) status_read = status_task->wait_until(deadline);
+  std::optional<NodeStatus> node_status = status_read ? status_read->status : std::nullopt;
+
+  GpuCheckScope scope;
+  if (node_status) scope.node_idle = node_status->idle();
+  GpuQuery query;
+  if (gpu) {
+    query = *gpu;
+  } else {
+    query.outcome = GpuQuery::Outcome::timed_out;
+    query.detail = "GPU task did not finish";
+  }
+  report.gpu_backend = query.outcome == GpuQuery::Outcome::ok ? query.snapshot.backend
+                       : query.outcome == GpuQuery::Outcome::no_backend ? "none"
+                                                                        : "unknown";
+  for (auto& r : evaluate_gpu_checks(query, h, scope)) results.push_back(std::move(r));
+
+  auto collect = [&](TimedTask<Results>& task, std::initializer_list<const char*> names, Severity sev, bool urgent) {
+    if (auto r = task.wait_until(deadline)) results.insert(results.end(), r->begin(), r->end());
+    else {
+      auto u = unknown_results(names, sev, urgent, "check timed out after " + std::to_string(h.check_timeout_s) + " s");
+      results.insert(results.end(), u.begin(), u.end());
+    }
+  };
+  if (auto r = kmsg_task.wait_until(deadline)) {
+    results.insert(results.end(), r->begin(), r->end());
+  } else {
+    results.push_back(unknown("kmsg_critical", Severity::critical, true, "kernel log read timed out"));
+    results.push_back(unknown("kmsg_warning", Severity::warning, false, "kernel log read timed out"));
+  }
+  collect(host_task, {"memory", "ib_ports"}, Severity::critical, false);
+  collect(mounts_task, {"mounts"}, Severity::critical, false);
+
+  if (h.numa_reference.empty()) {
+    results.push_back(passed("numa_locality", Severity::critical, false, "not checked"));
+  } else {
+    std::string error;
+    std::optional<NumaMap> reference;
+    if (std::ifstream in(h.numa_reference); in) {
+      std::stringstream text;
+      text << in.rdbuf();
+      reference = parse_numa_reference(text.str(), error);
+    } else {
+      error = "cannot read " + h.numa_reference;
+    }
+    std::optional<NumaMap> actual;
+    if (numa_task) {
+      if (auto m = numa_task->wait_until(deadline)) actual = *m;
+    } else if (query.outcome == GpuQuery::Outcome::ok) {
+      actual = numa_map_from_snapshot(query.snapshot);
+    }
+    if (!reference) results.push_back(unknown("numa_locality", Severity::critical, false, h.numa_reference + ": " + error));
+    else if (!actual) results.push_back(unknown("numa_locality", Severity::critical, false, "GPU topology unavailable"));
+    else results.push_back(compare_numa(*reference, *actual));
+  }
+
+  results.erase(std::remove_if(results.begin(), results.end(), [&](const CheckResult& r) { return disabled(h, r.check); }),
+                results.end());
+
+  HysteresisPolicy policy{h.fail_runs_before_drain, h.critical_fail_runs_before_drain, h.pass_runs_before_resume,
+                          h.unknown_runs_before_fail};
+  report.verdict = apply_run(history, results, policy);
+  report.results = report.verdict.effective;
+  history.last_run = report.time;
+
+  if (!o.use_slurm) {
+    report.decision = {NodeAction::none, {}, "report only (--no-slurm)"};
+  } else {
+    if (read_slurm && !node_status && status_read) report.decision.why = status_read->error;
+    report.decision = decide_drain(node_status, report.verdict, report.startup_run);
+    if (read_slurm && !node_status)
+      report.decision.why += status_read ? ": " + status_read->error : ": scontrol did not answer in time";
+  }
+  std::string error;
+  if (report.decision.action == NodeAction::drain) report.action_ok = slurm.drain(o.node, report.decision.reason, error);
+  else if (report.decision.action == NodeAction::resume) report.action_ok = slurm.resume(o.node, error);
+  report.action_error = error;
+
+  if (report.verdict.drain_cause || !report.verdict.pending.empty()) {
+    report.status = report.verdict.drain_cause ? "unhealthy" : "failing";
+    report.exit_code = kExitCritical;
+  } else if (!report.verdict.warnings.empty()) {
+    report.status = "suspect";
+    report.exit_code = kExitSuspect;
+  } else {
+    report.status = "healthy";
+  }
+  report.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  write_atomically(base + ".json", to_json(history));
+  write_atomically(base + ".last.json", report_json(report));
+  return report;
+}
+
+std::string summary_line(const RunReport& r) {
+  std::ostringstream s;
+  s << "safe-healthcheck: " << r.node << ": ";
+  if (r.status == "not-run") {
+    s << "not run: " << r.error;
+    return s.str();
+  }
+  int pass = 0, fail = 0, unk = 0;
+  for (const auto& c : r.results)
+    (c.status == CheckStatus::pass ? pass : c.status == CheckStatus::fail ? fail : unk)++;
+  s << r.status << " (" << pass << " pass, " << fail << " fail, " << unk << " unknown, " << static_cast<long long>(r.elapsed_ms)
+    << " ms, gpu backend " << r.gpu_backend << ")";
+  std::vector<std::string> problems;
+  for (const auto& c : r.results)
+    if (c.status == CheckStatus::fail) problems.push_back(std::string(to_string(c.severity)) + " " + c.check + ": " + c.detail);
+  for (const auto& p : problems) s << "; " << p;
+  if (r.decision.action != NodeAction::none) {
+    s << "; " << to_string(r.decision.action) << (r.decision.reason.empty() ? "" : " \"" + r.decision.reason + "\"");
+    if (!r.action_ok) s << " FAILED: " << r.action_error << " (check SLURM_CONF and that slurmctld answers)";
+  } else if (!r.decision.why.empty()) {
+    s << "; no action: " << r.decision.why;
+  }
+  return s.str();
+}
+
+std::string report_json(const RunReport& r) {
+  json_t* root = json_object();
+  json_object_set_new(root, "node", json_string(r.node.c_str()));
+  json_object_set_new(root, "time", json_integer(r.time));
+  json_object_set_new(root, "status", json_string(r.status.c_str()));
+  json_object_set_new(root, "exit_code", json_integer(r.exit_code));
+  json_object_set_new(root, "elapsed_ms", json_real(r.elapsed_ms));
+  json_object_set_new(root, "gpu_backend", json_string(r.gpu_backend.c_str()));
+  json_object_set_new(root, "startup_run", json_boolean(r.startup_run));
+  if (!r.error.empty()) json_object_set_new(root, "error", json_string(r.error.c_str()));
+  json_t* checks = json_array();
+  for (const auto& c : r.results) {
+    json_t* o = json_object();
+    json_object_set_new(o, "check", json_string(c.check.c_str()));
+    json_object_set_new(o, "status", json_string(std::string(to_string(c.status)).c_str()));
+    json_object_set_new(o, "severity", json_string(std::string(to_string(c.severity)).c_str()));
+    json_object_set_new(o, "detail", json_string(c.detail.c_str()));
+    json_array_append_new(checks, o);
+  }
+  json_object_set_new(root, "checks", checks);
+  json_t* action = json_object();
+  json_object_set_new(action, "action", json_string(std::string(to_string(r.decision.action)).c_str()));
+  json_object_set_new(action, "reason", json_string(r.decision.reason.c_str()));
+  json_object_set_new(action, "why", json_string(r.decision.why.c_str()));
+  json_object_set_new(action, "ok", json_boolean(r.action_ok));
+  if (!r.action_error.empty()) json_object_set_new(action, "error", json_string(r.action_error.c_str()));
+  json_object_set_new(root, "action", action);
+  char* text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+  std::string out = text ? text : "{}";
+  free(text);
+  json_decref(root);
+  return out + "\n";
+}
+
+}  // namespace safe

@@ -1,0 +1,27 @@
+// What every node-side program (safe-healthcheck, safe-prolog, safe-epilog) works out first:
+// the config, the node's Slurm name, and whether slurmd has just started.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "common/config.hpp"
+#include "common/node_fs.hpp"
+
+namespace safe {
+
+// `path` as given (explicit) or from $SAFE_CONFIG / the default. The default file may be absent
+// (all defaults then); an explicit one may not. nullopt and `error` on any config error.
+std::optional<SafeConfig> load_node_config(const std::string& path, bool explicit_path, std::string& error);
+
+// Node name: --node, then $SLURMD_NODENAME, then health.node_name, then the host name
+// (its first label).
+std::string resolve_node_name(const std::string& flag, const char* slurmd_nodename_env, const std::string& configured,
+                              const std::string& hostname);
+std::string host_name();
+
+// "PID:STARTTIME" of the slurmd that started this process (our parent or grandparent), or "" when
+// not run by slurmd. A value not seen before means slurmd has (re)started: the startup run.
+std::string slurmd_instance(const NodeFs& fs, int parent_pid);
+
+}  // namespace safe
