@@ -7,5 +7,6 @@
 namespace safe::ctl {
 
 int config_check(const std::vector<std::string>& args);
+int inject(const std::vector<std::string>& args);
 
 }  // namespace safe::ctl

@@ -1,0 +1,161 @@
+#include "prolog/gate_run.hpp"
+
+#include <ctime>
+
+#include "common/drain_decision.hpp"
+#include "common/sim_gpu_file.hpp"
+#include "healthcheck/gpu_collector.hpp"
+#include "prolog/gpu_gate.hpp"
+#include "prolog/job_evidence.hpp"
+#include "prolog/stray_cleanup.hpp"
+
+namespace safe {
+namespace {
+
+std::string get(const std::map<std::string, std::string>& env, const char* key) {
+  auto it = env.find(key);
+  return it == env.end() ? "" : it->second;
+}
+
+std::string_view outcome_name(GpuQuery::Outcome o) {
+  switch (o) {
+    case GpuQuery::Outcome::ok: return "ok";
+    case GpuQuery::Outcome::timed_out: return "timed_out";
+    case GpuQuery::Outcome::failed: return "failed";
+    case GpuQuery::Outcome::no_backend: return "no_backend";
+  }
+  return "?";
+}
+
+// The drain protocol for the gate: read the node first; drain only when its reason is empty or ours.
+std::string drain_for(const GateOptions& o, SlurmNodeControl& slurm, const CheckResult& cause, std::ostream& log,
+                      const char* component) {
+  if (!o.use_slurm) return "none";
+  std::string error;
+  std::optional<NodeStatus> status = slurm.read(o.node, error);
+  RunVerdict verdict;
+  verdict.drain_cause = cause;
+  DrainDecision decision = decide_drain(status, verdict, false);
+  if (!status) decision.why += ": " + error;
+  if (decision.action != NodeAction::drain) {
+    log << component << ": " << o.node << ": not draining: " << decision.why << "\n";
+    return "none";
+  }
+  if (!slurm.drain(o.node, decision.reason, error)) {
+    log << component << ": " << o.node << ": drain failed: " << error << " (check SLURM_CONF and slurmctld)\n";
+    return "drain-failed";
+  }
+  log << component << ": " << o.node << ": drained: " << decision.reason << "\n";
+  return "drain";
+}
+
+GpuQuery query(const GateOptions& o, ProcessRunner& runner) {
+  return query_gpus(runner, {o.self_exe, o.config_path, o.node, o.fs.root()},
+                    std::chrono::seconds(o.config.health.gate_timeout_s));
+}
+
+std::vector<int> job_gpus(const GateOptions& o, std::ostream& log, const char* component) {
+  std::string text = get(o.env, "SLURM_JOB_GPUS");
+  auto gpus = parse_job_gpus(text);
+  if (!gpus) {
+    log << component << ": SLURM_JOB_GPUS='" << text << "' is not a GPU list: gating no GPU\n";
+    return {};
+  }
+  return *gpus;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> environment_map(char** envp) {
+  std::map<std::string, std::string> env;
+  for (char** e = envp; e && *e; ++e) {
+    std::string entry = *e;
+    std::size_t eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return env;
+}
+
+int run_prolog(const GateOptions& o, ProcessRunner& runner, SlurmNodeControl& slurm, std::ostream& log) {
+  HealthLevel level = job_health_level(o.env, o.config);
+  if (level == HealthLevel::off) return 0;
+  std::vector<int> gpus = job_gpus(o, log, "safe-prolog");
+  if (gpus.empty()) return 0;  // a job without GPUs has nothing to gate
+  GpuQuery q = query(o, runner);
+  GateResult gate = evaluate_gate(q, o.config.health, gpus, level);
+  if (q.outcome == GpuQuery::Outcome::timed_out || q.outcome == GpuQuery::Outcome::failed)
+    log << "safe-prolog: " << o.node << ": GPU state unknown (" << q.detail << "): letting job "
+        << get(o.env, "SLURM_JOB_ID") << " start\n";
+  if (gate.pass) return 0;
+
+  JobEvidence e;
+  e.job_id = get(o.env, "SLURM_JOB_ID");
+  e.node = o.node;
+  e.stage = "prolog";
+  e.time = static_cast<long long>(std::time(nullptr));
+  e.health_level = std::string(to_string(level));
+  e.gpus = gpus;
+  e.gpu_query = std::string(outcome_name(q.outcome));
+  e.failing = gate.blocking;
+  e.action = drain_for(o, slurm, gate.blocking.front(), log, "safe-prolog");
+  e.reason = own_reason(gate.blocking.front().detail);
+  log << "safe-prolog: " << o.node << ": job " << e.job_id << " refused: " << gate.blocking.front().detail
+      << " (Slurm requeues it on another node)\n";
+  std::string error;
+  if (!e.job_id.empty() && !write_evidence(o.config.health.state_dir, e, error))
+    log << "safe-prolog: cannot write evidence: " << error << "\n";
+  return 1;
+}
+
+int run_epilog(const GateOptions& o, ProcessRunner& runner, SlurmNodeControl& slurm, std::ostream& log,
+               const KillFunction& kill_process) {
+  std::vector<int> gpus = job_gpus(o, log, "safe-epilog");
+  JobEvidence e;
+  e.job_id = get(o.env, "SLURM_JOB_ID");
+  e.node = o.node;
+  e.stage = "epilog";
+  e.time = static_cast<long long>(std::time(nullptr));
+  e.health_level = std::string(to_string(job_health_level(o.env, o.config)));
+  e.gpus = gpus;
+  e.action = "none";
+  GpuQuery q;
+  if (!gpus.empty()) q = query(o, runner);
+  e.gpu_query = gpus.empty() ? "skipped" : std::string(outcome_name(q.outcome));
+
+  if (q.outcome == GpuQuery::Outcome::ok) {
+    std::vector<int> strays = processes_on(q.snapshot, gpus);
+    if (!strays.empty()) {
+      if (q.snapshot.backend == "sim") {
+        // Simulated processes have no PIDs to kill: the cleanup empties them from the sim file.
+        std::string error;
+        std::string path = sim_file_path(o.config.health.sim_dir, o.node);
+        if (auto s = load_sim_file(path, static_cast<int>(q.snapshot.gpus.size()), error)) {
+          clear_sim_processes(*s, gpus);
+          if (save_sim_file(path, *s, error)) e.stray_pids_killed = strays;
+        }
+      } else {
+        long long uid = std::atoll(get(o.env, "SLURM_JOB_UID").c_str());
+        for (int pid : killable(o.fs, strays, get(o.env, "SLURM_JOB_UID").empty() ? -1 : uid))
+          if (kill_process(pid)) e.stray_pids_killed.push_back(pid);
+      }
+      clear_sim_processes(q.snapshot, gpus);  // judged below as after the cleanup
+      log << "safe-epilog: " << o.node << ": job " << e.job_id << ": killed " << e.stray_pids_killed.size() << " of "
+          << strays.size() << " processes left on its GPUs\n";
+    }
+  }
+  if (!gpus.empty()) {
+    GateResult gate = evaluate_gate(q, o.config.health, gpus, HealthLevel::standard);
+    for (const auto& r : gate.results)
+      if (r.status == CheckStatus::fail) e.failing.push_back(r);
+    if (!gate.pass) {
+      e.action = drain_for(o, slurm, gate.blocking.front(), log, "safe-epilog");
+      e.reason = own_reason(gate.blocking.front().detail);
+    }
+  }
+  std::string error;
+  if (!e.job_id.empty() && !write_evidence(o.config.health.state_dir, e, error))
+    log << "safe-epilog: cannot write evidence: " << error << " (check health.state_dir)\n";
+  return 0;
+}
+
+}  // namespace safe
