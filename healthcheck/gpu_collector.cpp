@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "healthcheck/gpu_backend.hpp"
+#include "healthcheck/node_setup.hpp"
 
 namespace safe {
 
@@ -48,14 +49,17 @@ int gpu_snapshot_child_main(const std::vector<std::string>& args) {
     else if (args[i] == "--root") root = args[i + 1];
     else if (args[i] == "--config") config_path = args[i + 1];
   }
-  if (config_path.empty()) config_path = config_path_from_env();
-  ConfigResult config = load_config_file(config_path);
-  if (!config.ok()) {
-    std::cerr << config.errors.front().to_string() << "\n";
+  bool explicit_path = !config_path.empty();
+  if (config_path.empty()) config_path = node_config_path(explicit_path);
+  std::string error;
+  // The parent resolved the path; a default file that does not exist means all defaults there too.
+  auto config = load_node_config(config_path, false, error);
+  if (!config) {
+    std::cerr << error << "\n";
     return 2;
   }
   NodeFs fs(root);
-  auto backend = make_gpu_backend(config.config->health, fs, node);
+  auto backend = make_gpu_backend(config->health, fs, node);
   GpuSnapshot snapshot;
   if (!backend) snapshot.backend = "none";
   else snapshot = backend->collect();

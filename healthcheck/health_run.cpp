@@ -210,7 +210,6 @@ RunReport run_health_once(const RunOptions& o, ProcessRunner& runner, SlurmNodeC
   if (!o.use_slurm) {
     report.decision = {NodeAction::none, {}, "report only (--no-slurm)"};
   } else {
-    if (read_slurm && !node_status && status_read) report.decision.why = status_read->error;
     report.decision = decide_drain(node_status, report.verdict, report.startup_run);
     if (read_slurm && !node_status)
       report.decision.why += status_read ? ": " + status_read->error : ": scontrol did not answer in time";

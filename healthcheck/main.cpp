@@ -89,8 +89,11 @@ int run(int argc, char** argv) {
     std::cout << opts << "\n";
     return 0;
   }
+  // Before any thread starts: this sets environment variables.
+  int slurmd = safe::slurmd_pid(safe::NodeFs("/"), getppid());
+  safe::adopt_slurmd_environment(safe::NodeFs("/"), slurmd);
   bool explicit_config = vm.count("config") > 0;
-  std::string config_path = explicit_config ? vm["config"].as<std::string>() : safe::config_path_from_env();
+  std::string config_path = explicit_config ? vm["config"].as<std::string>() : safe::node_config_path(explicit_config);
   std::string error;
   auto config = safe::load_node_config(config_path, explicit_config, error);
   if (!config) {

@@ -18,8 +18,9 @@ int gate_program_main(GateStage stage, int argc, char** argv, char** envp) {
   int on_error = 0;
   try {
     if (argc >= 2 && std::string(argv[1]) == kGpuSnapshotChildFlag) return gpu_snapshot_child_main({argv + 2, argv + argc});
-    std::string config_path = config_path_from_env();
+    adopt_slurmd_environment(NodeFs("/"), slurmd_pid(NodeFs("/"), getppid()));
     bool explicit_config = false;
+    std::string config_path = node_config_path(explicit_config);
     std::string node_flag, root = "/";
     bool use_slurm = true;
     for (int i = 1; i < argc; ++i) {
