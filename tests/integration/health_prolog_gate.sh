@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The prolog GPU gate on a fresh 2-node cluster: a job placed on a node whose allocated GPU is
+# broken is refused by safe-prolog, the node is drained with a SaFE reason, Slurm requeues the
+# job (nohold_on_prolog_fail) and it runs on the other node; evidence is written for the
+# controller, and safe-healthcheck later resumes the node it did not drain itself.
+# The periodic checker is told to wait 100 runs before draining on this fault
+# (fail_runs_before_drain), so the drain here is the prolog's alone.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+tmp=$(mktemp -d /tmp/safe-gate-XXXXXX)
+dir=$tmp/c
+cleanup() {
+    "$SAFE_CLUSTER_BIN" down --dir "$dir" >/dev/null 2>&1 || echo "health_prolog_gate: cluster $dir did not stop cleanly" >&2
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+sed 's/fail_runs_before_drain: .*/fail_runs_before_drain: 100/' "$SAFE_SOURCE_DIR/tests/cluster/safe.yaml" >"$tmp/safe.yaml"
+grep -q 'fail_runs_before_drain: 100' "$tmp/safe.yaml" || fail "tests/cluster/safe.yaml lacks health.fail_runs_before_drain"
+"$SAFE_CLUSTER_BIN" up --dir "$dir" --nodes 2 --safe --config "$tmp/safe.yaml" >/dev/null
+use_cluster "$dir"
+health=$dir/health
+
+reason_of() { scontrol show node -o "$1" | sed -n 's/.* Reason=\(.*\) \[[^]]*@[^]]*\]$/\1/p'; }
+job_field() { scontrol show job "$jid" | grep -o " $1=[^ ]*" | head -1 | cut -d= -f2; }
+
+# A node's first health run is the startup run; wait until both have had a normal one.
+wait_for "[[ \$(jq -r .startup_run $health/n1.last.json) == false && \$(jq -r .startup_run $health/n2.last.json) == false ]]" 30
+
+# GPU 0 of n1 loses an XGMI link. Both nodes are idle, so Slurm places the job on n1, GPU 0.
+safectl inject --node n1 --gpu 0 --fault xgmi >/dev/null
+jid=$(sbatch --parsable -N1 --gpus=1 -o "$tmp/out" --wrap 'echo "ran on $SLURMD_NODENAME"')
+
+wait_for '[[ $(reason_of n1) == "SaFE: gpu0 1 of 7 XGMI/NVLink links down" ]]' 30
+wait_for '[[ $(job_field Restarts) -ge 1 ]]' 30
+assert_eq n1 "$(jq -r .node "$health/evidence/$jid.prolog.json")" "prolog evidence node"
+assert_eq xgmi "$(jq -r '.failing_checks[0].check' "$health/evidence/$jid.prolog.json")" "prolog evidence check"
+
+# Slurm 22.05 holds a requeued job back by ~2 minutes (BeginTime); safed starts it at once with
+# StartTime=now, which this test does in its place.
+scontrol update jobid="$jid" StartTime=now
+wait_for '[[ $(job_field JobState) == COMPLETED ]]' 60
+assert_eq n2 "$(job_field NodeList)" "node the job finally ran on"
+assert_contains "$(cat "$tmp/out")" "ran on n2"
+wait_for "[[ -f $health/evidence/$jid.json ]]" 10
+assert_eq n2 "$(jq -r .node "$health/evidence/$jid.json")" "epilog evidence node"
+assert_eq none "$(jq -r .action "$health/evidence/$jid.json")" "epilog action on a healthy node"
+
+# The prolog's drain is SaFE's: the checker resumes n1 once the link is back (3 clean runs).
+safectl inject --node n1 --gpu 0 --fault clear >/dev/null
+wait_for '[[ -z $(reason_of n1) ]]' 60
+echo "health prolog gate: all assertions passed"
