@@ -55,7 +55,7 @@ class TreeBuilder {
             errors_.push_back({key.mark, "duplicate key '" + key.value + "'"});
             continue;
           }
-          out.entries.emplace_back(std::move(key), std::move(value));
+          out.entries.push_back(Entry{std::move(key), std::move(value)});
         }
         break;
       }

@@ -16,6 +16,8 @@ struct Mark {
   int column = 0;  // 1-based
 };
 
+struct Entry;
+
 struct Node {
   enum class Kind { scalar, sequence, mapping };
   Kind kind = Kind::scalar;
@@ -23,10 +25,15 @@ struct Node {
   std::string value;     // scalars only
   bool plain = true;     // scalar written without quotes (so `8` is a number, `"8"` a string)
   std::vector<Node> items;                    // sequences
-  std::vector<std::pair<Node, Node>> entries; // mappings, in file order
+  std::vector<Entry> entries;  // mappings, in file order
 
   bool is_null() const { return kind == Kind::scalar && plain && (value.empty() || value == "~" || value == "null"); }
   std::string_view kind_name() const;
+};
+
+struct Entry {
+  Node key;
+  Node value;
 };
 
 struct ParseError {

@@ -8,5 +8,6 @@ namespace safe::ctl {
 
 int config_check(const std::vector<std::string>& args);
 int inject(const std::vector<std::string>& args);
+int render_slurm(const std::vector<std::string>& args);
 
 }  // namespace safe::ctl

@@ -14,6 +14,7 @@ constexpr const char* kUsage =
     "commands:\n"
     "  config check [FILE]   validate a safe.yaml (default $SAFE_CONFIG or /etc/safe/safe.yaml)\n"
     "  inject --node N --gpu I --fault F   simulate a GPU fault (sim backend only)\n"
+    "  render-slurm          print the slurm.conf and plugstack.conf lines SaFE needs\n"
     "\n"
     "Run 'safectl COMMAND --help' for a command's options.\n";
 
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
     if (args.size() >= 2 && args[0] == "config" && args[1] == "check")
       return safe::ctl::config_check({args.begin() + 2, args.end()});
     if (args[0] == "inject") return safe::ctl::inject({args.begin() + 1, args.end()});
+    if (args[0] == "render-slurm") return safe::ctl::render_slurm({args.begin() + 1, args.end()});
   } catch (const boost::program_options::error& e) {
     std::cerr << "safectl: " << e.what() << "\n";
     return 2;

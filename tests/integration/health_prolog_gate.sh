@@ -48,4 +48,16 @@ assert_eq none "$(jq -r .action "$health/evidence/$jid.json")" "epilog action on
 # The prolog's drain is SaFE's: the checker resumes n1 once the link is back (3 clean runs).
 safectl inject --node n1 --gpu 0 --fault clear >/dev/null
 wait_for '[[ -z $(reason_of n1) ]]' 60
+
+# The job's health level reaches the prolog: with --safe-health=off the broken GPU is not gated
+# and the job runs there; the epilog's post-job check, which runs whatever the level, then drains.
+safectl inject --node n1 --gpu 0 --fault xgmi >/dev/null
+jid=$(sbatch --parsable -w n1 --gpus=1 --safe-health=off -o "$tmp/out2" --wrap 'echo "ran on $SLURMD_NODENAME"')
+wait_for '[[ $(job_field JobState) == COMPLETED ]]' 30
+assert_contains "$(cat "$tmp/out2")" "ran on n1"
+[[ ! -f $health/evidence/$jid.prolog.json ]] || fail "the prolog gated a --safe-health=off job"
+wait_for "[[ -f $health/evidence/$jid.json ]]" 10
+assert_eq off "$(jq -r .health_level "$health/evidence/$jid.json")" "health level the epilog saw"
+assert_eq drain "$(jq -r .action "$health/evidence/$jid.json")" "epilog action on a broken GPU"
+assert_eq "SaFE: gpu0 1 of 7 XGMI/NVLink links down" "$(reason_of n1)" "n1 reason after the epilog"
 echo "health prolog gate: all assertions passed"

@@ -1,0 +1,60 @@
+// Workspace policy for a submitted job: membership, Slurm defaults, retry caps, health level,
+// GPU quota. A pure function of the config, the request and the user, so slurmctld's
+// job_submit plugin and the REST bridge apply exactly the same rules.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/config.hpp"
+#include "common/safe_options.hpp"
+
+namespace safe {
+
+struct JobUser {
+  std::string name;                 // resolved from the job's uid
+  std::vector<std::string> groups;  // every group the user is in
+};
+
+struct AdmissionRequest {
+  SafeOptions options;
+  std::string partition;  // as the user gave them; empty when not given
+  std::string account;
+  std::string qos;
+  std::string licenses;
+  long long gpus = 0;  // from count_requested_gpus
+};
+
+// The effective SaFE settings of an admitted job.
+struct JobSettings {
+  std::string workspace;  // empty: none
+  int retries = 0;
+  HealthLevel health = HealthLevel::standard;
+  std::string ckpt_dir;  // empty: none
+  CheckpointSignal ckpt_signal;
+  int hang_timeout = 0;
+  long long gpus = 0;
+};
+
+struct AdmissionDecision {
+  bool accepted = false;
+  std::string message;  // rejection reason, or a notice for an accepted job (e.g. a capped value)
+  JobSettings settings;
+  // Changes to make to the job; unset means leave the field as the user gave it.
+  std::optional<std::string> partition;
+  std::optional<std::string> account;
+  std::optional<std::string> qos;
+  std::optional<std::string> licenses;
+  bool requeue_with_append = false;  // retries > 0: requeue on, output opened in append mode
+};
+
+AdmissionDecision admit_job(const SafeConfig& config, const AdmissionRequest& request, const JobUser& user);
+
+// Whether `user` may use workspace `w` (listed by name, or through one of its groups).
+bool is_member(const WorkspaceConfig& w, const JobUser& user);
+
+// "safe_ws_ml": the Slurm license that carries workspace ml's GPU quota.
+std::string workspace_license(const std::string& workspace);
+
+}  // namespace safe

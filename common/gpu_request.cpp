@@ -1,0 +1,113 @@
+#include "common/gpu_request.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <vector>
+
+namespace safe {
+namespace {
+
+std::vector<std::string_view> split(std::string_view text, char sep) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(sep, start);
+    if (end == std::string_view::npos) end = text.size();
+    parts.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
+
+// "8", "2k" (Slurm accepts k/m/g suffixes on gres counts)
+std::optional<long long> parse_count(std::string_view text) {
+  long long multiplier = 1;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'k': case 'K': multiplier = 1024; break;
+      case 'm': case 'M': multiplier = 1024LL * 1024; break;
+      case 'g': case 'G': multiplier = 1024LL * 1024 * 1024; break;
+      default: break;
+    }
+    if (multiplier != 1) text.remove_suffix(1);
+  }
+  if (text.empty() || text.size() > 9) return std::nullopt;
+  long long value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 0) return std::nullopt;
+  return value * multiplier;
+}
+
+// GPU type names (a100, mi300x) start with a letter; anything else in that place is a count.
+bool is_type_name(std::string_view s) {
+  if (s.empty() || !isalpha(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) return false;
+  return true;
+}
+
+}  // namespace
+
+std::optional<long long> gpus_in_tres(std::string_view tres) {
+  long long total = 0;
+  for (std::string_view entry : split(tres, ',')) {
+    if (entry.empty()) continue;
+    // Slurm writes "gres:gpu:..." in job requests and "gres/gpu:..." in TRES strings.
+    if (entry.starts_with("gres:") || entry.starts_with("gres/")) entry.remove_prefix(5);
+    std::vector<std::string_view> fields = split(entry, ':');
+    std::string_view name = fields[0];
+    if (auto eq = name.find('='); eq != std::string_view::npos) {  // "gpu=2" TRES form
+      if (name.substr(0, eq) != "gpu") continue;
+      auto n = parse_count(name.substr(eq + 1));
+      if (!n) return std::nullopt;
+      total += *n;
+      continue;
+    }
+    if (name != "gpu") continue;
+    // gpu | gpu:N | gpu:TYPE | gpu:TYPE:N
+    long long count = 1;
+    if (fields.size() == 2 && !is_type_name(fields[1])) {
+      auto n = parse_count(fields[1]);
+      if (!n) return std::nullopt;
+      count = *n;
+    } else if (fields.size() == 3) {
+      if (!is_type_name(fields[1])) return std::nullopt;
+      auto n = parse_count(fields[2]);
+      if (!n) return std::nullopt;
+      count = *n;
+    } else if (fields.size() > 3) {
+      return std::nullopt;
+    }
+    total += count;
+    if (total > (1LL << 40)) return std::nullopt;
+  }
+  return total;
+}
+
+GpuCount count_requested_gpus(const GpuRequest& r) {
+  GpuCount out;
+  const long long nodes = r.min_nodes > 0 ? r.min_nodes : 1;
+  auto read = [&](const std::string& tres, const char* option) -> long long {
+    if (tres.empty() || !out.error.empty()) return 0;
+    auto n = gpus_in_tres(tres);
+    if (!n) {
+      out.error = std::string("safe: cannot read the GPU request '") + tres + "' (" + option + ")";
+      return 0;
+    }
+    return *n;
+  };
+  long long per_job = read(r.tres_per_job, "--gpus");
+  long long per_node = read(r.tres_per_node, "--gpus-per-node/--gres");
+  long long per_task = read(r.tres_per_task, "--gpus-per-task");
+  long long per_socket = read(r.tres_per_socket, "--gpus-per-socket");
+  if (!out.error.empty()) return out;
+
+  long long tasks = r.num_tasks > 0                ? static_cast<long long>(r.num_tasks)
+                    : r.ntasks_per_node > 0 ? static_cast<long long>(r.ntasks_per_node) * nodes
+                                                   : nodes;
+  long long sockets = (r.sockets_per_node > 0 ? r.sockets_per_node : 1) * nodes;
+  out.gpus = std::max({per_job, per_node * nodes, per_task * tasks, per_socket * sockets});
+  return out;
+}
+
+}  // namespace safe

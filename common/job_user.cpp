@@ -1,0 +1,34 @@
+#include "common/job_user.hpp"
+
+#include <grp.h>
+#include <pwd.h>
+
+#include <vector>
+
+namespace safe {
+
+std::optional<JobUser> lookup_job_user(uid_t uid) {
+  std::vector<char> buf(16384);
+  passwd pw;
+  passwd* found = nullptr;
+  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) != 0 || !found) return std::nullopt;
+  JobUser user;
+  user.name = pw.pw_name;
+
+  int count = 64;
+  std::vector<gid_t> gids(count);
+  if (getgrouplist(pw.pw_name, pw.pw_gid, gids.data(), &count) < 0) {
+    gids.resize(count);
+    if (getgrouplist(pw.pw_name, pw.pw_gid, gids.data(), &count) < 0) count = 0;
+  }
+  gids.resize(count);
+  std::vector<char> gbuf(16384);
+  for (gid_t gid : gids) {
+    group gr;
+    group* g = nullptr;
+    if (getgrgid_r(gid, &gr, gbuf.data(), gbuf.size(), &g) == 0 && g) user.groups.emplace_back(g->gr_name);
+  }
+  return user;
+}
+
+}  // namespace safe

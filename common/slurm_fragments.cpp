@@ -1,0 +1,34 @@
+#include "common/slurm_fragments.hpp"
+
+#include "common/admission.hpp"
+
+namespace safe {
+
+std::string workspace_licenses(const SafeConfig& config) {
+  std::string out;
+  for (const auto& w : config.workspaces) {
+    if (w.gpu_quota <= 0) continue;
+    out += (out.empty() ? "" : ",") + workspace_license(w.name) + ":" + std::to_string(w.gpu_quota);
+  }
+  return out;
+}
+
+SlurmFragments render_slurm_fragments(const SafeConfig& config, const FragmentPaths& paths) {
+  SlurmFragments f;
+  std::string source = paths.config_path.empty() ? std::string(SAFE_DEFAULT_CONFIG_PATH) : paths.config_path;
+  f.slurm_conf = "# SaFE for Slurm: slurm.conf lines, rendered by `safectl render-slurm` from " + source +
+                 ".\n# Merge them into slurm.conf (or Include this file), then run `scontrol reconfigure`.\n"
+                 "# Rerun render-slurm after changing workspace quotas in safe.yaml.\n";
+  if (!paths.plugstack_path.empty()) f.slurm_conf += "PlugStackConfig=" + paths.plugstack_path + "\n";
+  f.slurm_conf += "JobSubmitPlugins=safe\n";
+  std::string licenses = workspace_licenses(config);
+  if (!licenses.empty()) f.slurm_conf += "Licenses=" + licenses + "\n";
+
+  f.plugstack_conf = "# SaFE for Slurm: plugstack.conf line, rendered by `safectl render-slurm`.\n";
+  f.plugstack_conf += "required " + paths.plugin_dir + "/spank_safe.so";
+  if (source != SAFE_DEFAULT_CONFIG_PATH) f.plugstack_conf += " config=" + source;
+  f.plugstack_conf += "\n";
+  return f;
+}
+
+}  // namespace safe

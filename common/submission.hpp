@@ -1,0 +1,55 @@
+// A job submission as slurmctld's job_submit plugin sees it, and what SaFE makes of it: the
+// options read back from the job's SPANK environment, the GPU count, the workspace policy, the
+// metadata record and the rewritten SPANK environment. Pure: the plugin copies Slurm's fields in
+// and applies the result, so everything here is unit-tested without slurmctld.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/admission.hpp"
+#include "common/gpu_request.hpp"
+
+namespace safe {
+
+struct Submission {
+  std::vector<std::string> spank_env;  // job_desc->spank_job_env
+  std::string partition, account, qos, licenses, admin_comment;
+  GpuRequest gpus;
+};
+
+struct SubmissionChanges {
+  std::optional<std::string> partition, account, qos, licenses, admin_comment;
+  bool requeue_with_append = false;
+  // The job's SPANK environment with SaFE's options set to their effective values, so the
+  // prolog, the job's tasks and the controller all see what policy decided.
+  std::optional<std::vector<std::string>> spank_env;
+};
+
+struct SubmissionReview {
+  bool accepted = false;
+  std::string message;  // for the user: why it was rejected, or a notice (e.g. a capped value)
+  SubmissionChanges changes;
+  JobSettings settings;
+};
+
+SubmissionReview review_submission(const SafeConfig& config, const Submission& submission, const JobUser& user);
+
+// An `scontrol update job` request, with only the fields it changes set. In Slurm 22.05 the
+// plugin cannot read the job being updated (its record is private to slurmctld), so the rules
+// are the ones that hold whatever the job's workspace is.
+struct JobUpdate {
+  std::optional<std::string> licenses, partition;
+  bool changes_gpu_request = false;  // tres_per_* or the node/task counts they multiply with
+};
+
+// nullopt: allowed; otherwise the message for the user. Administrators (root, SlurmUser) may
+// change anything.
+std::optional<std::string> review_update(const SafeConfig& config, const JobUpdate& update, const JobUser& user,
+                                         bool is_admin);
+
+// The SPANK environment entries that carry `settings` (one per --safe-* option).
+std::vector<std::string> settings_spank_env(const JobSettings& settings);
+
+}  // namespace safe

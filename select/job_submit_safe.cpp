@@ -1,0 +1,175 @@
+// job_submit_safe.so: SaFE's admission inside slurmctld. Copies the job's fields into a plain
+// Submission, lets common/submission.cpp decide, and applies the result. Runs with slurmctld's
+// locks held: no RPCs, no network; the config is one stat() per call unless it changed.
+// Nothing thrown may escape; every string given to Slurm comes from Slurm's allocator.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+}
+
+#include "common/config_cache.hpp"
+#include "common/job_user.hpp"
+#include "common/submission.hpp"
+#include "select/slurm_memory.hpp"
+
+extern "C" {
+extern const char plugin_name[] = "SaFE admission (workspaces, GPU quotas, retries)";
+extern const char plugin_type[] = "job_submit/safe";
+extern const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+void slurm_info(const char* fmt, ...);
+void slurm_error(const char* fmt, ...);
+}
+
+namespace {
+
+// slurmctld's environment may point SaFE at another config ($SAFE_CONFIG), as tests do.
+safe::ConfigCache& config_cache() {
+  static safe::ConfigCache cache(safe::config_path_from_env());
+  return cache;
+}
+
+std::shared_ptr<const safe::SafeConfig> current_config() {
+  std::vector<std::string> log;
+  auto config = config_cache().get(log);
+  for (const auto& line : log) slurm_info("%s", line.c_str());
+  return config;
+}
+
+std::string text(const char* s) { return s ? s : ""; }
+uint32_t count(uint32_t v) { return v == NO_VAL ? 0 : v; }
+uint32_t count16(uint16_t v) { return v == NO_VAL16 ? 0 : v; }
+
+safe::Submission read_submission(const job_desc_msg_t* job) {
+  safe::Submission s;
+  for (uint32_t i = 0; job->spank_job_env && i < job->spank_job_env_size; ++i)
+    if (job->spank_job_env[i]) s.spank_env.emplace_back(job->spank_job_env[i]);
+  s.partition = text(job->partition);
+  s.account = text(job->account);
+  s.qos = text(job->qos);
+  s.licenses = text(job->licenses);
+  s.admin_comment = text(job->admin_comment);
+  s.gpus.tres_per_job = text(job->tres_per_job);
+  s.gpus.tres_per_node = text(job->tres_per_node);
+  s.gpus.tres_per_task = text(job->tres_per_task);
+  s.gpus.tres_per_socket = text(job->tres_per_socket);
+  s.gpus.min_nodes = count(job->min_nodes);
+  s.gpus.num_tasks = count(job->num_tasks);
+  s.gpus.ntasks_per_node = count16(job->ntasks_per_node);
+  s.gpus.sockets_per_node = count16(job->sockets_per_node);
+  return s;
+}
+
+void apply_changes(job_desc_msg_t* job, const safe::SubmissionChanges& c) {
+  if (c.partition) safe::slurm::replace_string(job->partition, *c.partition);
+  if (c.account) safe::slurm::replace_string(job->account, *c.account);
+  if (c.qos) safe::slurm::replace_string(job->qos, *c.qos);
+  if (c.licenses) safe::slurm::replace_string(job->licenses, *c.licenses);
+  if (c.admin_comment) safe::slurm::replace_string(job->admin_comment, *c.admin_comment);
+  if (c.spank_env) safe::slurm::replace_string_array(job->spank_job_env, job->spank_job_env_size, *c.spank_env);
+  if (c.requeue_with_append) {
+    job->requeue = 1;
+    job->open_mode = OPEN_MODE_APPEND;
+  }
+}
+
+void set_message(char** err_msg, const std::string& message) {
+  if (!err_msg || message.empty()) return;
+  if (*err_msg) slurm_xfree(reinterpret_cast<void**>(err_msg));
+  *err_msg = safe::slurm::xstrdup(message);
+}
+
+int review_job(job_desc_msg_t* job, char** err_msg) {
+  auto config = current_config();
+  if (!config) return SLURM_SUCCESS;  // no config: admit unchanged (logged once by the cache)
+
+  auto user = safe::lookup_job_user(job->user_id);
+  if (!user) {
+    set_message(err_msg, "safe: cannot resolve user id " + std::to_string(job->user_id) +
+                             " on the controller; ask an administrator to check NSS on the slurmctld host");
+    return SLURM_ERROR;
+  }
+  safe::SubmissionReview review = safe::review_submission(*config, read_submission(job), *user);
+  set_message(err_msg, review.message);
+  if (!review.accepted) {
+    slurm_info("job_submit/safe: rejected a job of %s: %s", user->name.c_str(), review.message.c_str());
+    return SLURM_ERROR;
+  }
+  apply_changes(job, review.changes);
+  return SLURM_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+int init(void) {
+  slurm_info("job_submit/safe: using config %s", config_cache().path().c_str());
+  return SLURM_SUCCESS;
+}
+
+int fini(void) { return SLURM_SUCCESS; }
+
+int job_submit(job_desc_msg_t* job, uint32_t /*submit_uid*/, char** err_msg) {
+  try {
+    return review_job(job, err_msg);
+  } catch (...) {
+    // Fail closed: admitting a job unchecked could break a workspace quota.
+    slurm_error("job_submit/safe: internal error while reviewing a job; rejected it");
+    set_message(err_msg, "safe: internal error while checking the job; please report it to the administrators");
+    return SLURM_ERROR;
+  }
+}
+
+}  // extern "C"
+
+namespace {
+
+bool is_set(const char* s) { return s != nullptr; }
+
+int review_update_request(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
+  auto config = current_config();
+  if (!config) return SLURM_SUCCESS;
+  // slurmctld runs as SlurmUser: that uid and root are the administrators.
+  bool is_admin = submit_uid == 0 || submit_uid == getuid();
+  auto user = safe::lookup_job_user(submit_uid);
+  if (!user) user = safe::JobUser{"uid " + std::to_string(submit_uid), {}};
+  safe::JobUpdate update;
+  if (is_set(job->licenses)) update.licenses = job->licenses;
+  if (is_set(job->partition)) update.partition = job->partition;
+  update.changes_gpu_request = is_set(job->tres_per_job) || is_set(job->tres_per_node) ||
+                               is_set(job->tres_per_task) || is_set(job->tres_per_socket) ||
+                               job->min_nodes != NO_VAL || job->num_tasks != NO_VAL ||
+                               job->ntasks_per_node != NO_VAL16;
+  auto problem = safe::review_update(*config, update, *user, is_admin);
+  if (!problem) return SLURM_SUCCESS;
+  if (err_msg) set_message(err_msg, *problem);
+  slurm_info("job_submit/safe: refused an update by %s: %s", user->name.c_str(), problem->c_str());
+  return ESLURM_ACCESS_DENIED;
+}
+
+}  // namespace
+
+extern "C" {
+
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 2, 0)
+int job_modify(job_desc_msg_t* job, const void*, uint32_t submit_uid, char** err_msg) {
+#else
+int job_modify(job_desc_msg_t* job, const void*, uint32_t submit_uid) {
+  char** err_msg = nullptr;  // 22.05 cannot return a message from job_modify; it is logged
+#endif
+  try {
+    return review_update_request(job, submit_uid, err_msg);
+  } catch (...) {
+    slurm_error("job_submit/safe: internal error while reviewing a job update; refused it");
+    return SLURM_ERROR;
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,214 @@
+// A submission end to end through the pure core: SPANK environment in, changes out; plus the
+// metadata record, job updates, the job environment, checkpoint selection and Slurm fragments.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <utime.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+#include "common/checkpoint_scan.hpp"
+#include "common/job_environment.hpp"
+#include "common/job_metadata.hpp"
+#include "common/slurm_fragments.hpp"
+#include "common/submission.hpp"
+
+namespace safe {
+namespace {
+
+SafeConfig config() {
+  ConfigResult r = parse_config(
+      "workspaces:\n  - name: ml\n    gpu_quota: 8\n    users: [alice]\n    max_retries: 4\n"
+      "  - name: cv\n    partition: cvpart\n    users: [bob]\n",
+      "t.yaml");
+  EXPECT_TRUE(r.ok());
+  return *r.config;
+}
+const JobUser kAlice{"alice", {}};
+
+TEST(Submission, AcceptedJobIsRewritten) {
+  Submission s;
+  s.spank_env = {"_SLURM_SPANK_OPTION_safe_safe_workspace=ml", "_SLURM_SPANK_OPTION_safe_safe_retries=9",
+                 "_SLURM_SPANK_OPTION_safe_safe_ckpt_dir=/ckpt/r1", "OTHER=1"};
+  s.gpus.tres_per_node = "gres:gpu:4";
+  s.gpus.min_nodes = 2;
+  SubmissionReview r = review_submission(config(), s, kAlice);
+  ASSERT_TRUE(r.accepted) << r.message;
+  EXPECT_EQ(r.message, "safe: --safe-retries=9 capped to 4 (workspace 'ml' maximum)");
+  EXPECT_EQ(r.changes.licenses, "safe_ws_ml:8");
+  EXPECT_TRUE(r.changes.requeue_with_append);
+  EXPECT_EQ(r.changes.admin_comment,
+            "safe: ws=ml retries=0/4 health=standard sig=USR1@120 hang=0 gpus=8 ckpt=/ckpt/r1");
+  ASSERT_TRUE(r.changes.spank_env.has_value());
+  EXPECT_EQ(*r.changes.spank_env, (std::vector<std::string>{
+                                      "OTHER=1",
+                                      "_SLURM_SPANK_OPTION_safe_safe_workspace=ml",
+                                      "_SLURM_SPANK_OPTION_safe_safe_retries=4",
+                                      "_SLURM_SPANK_OPTION_safe_safe_ckpt_dir=/ckpt/r1",
+                                      "_SLURM_SPANK_OPTION_safe_safe_ckpt_signal=USR1@120",
+                                      "_SLURM_SPANK_OPTION_safe_safe_health=standard",
+                                      "_SLURM_SPANK_OPTION_safe_safe_hang_timeout=0",
+                                  }));
+}
+
+TEST(Submission, RejectsBadOptionValueFromTheEnvironment) {
+  Submission s;
+  s.spank_env = {"_SLURM_SPANK_OPTION_safe_safe_ckpt_dir=relative/dir"};
+  SubmissionReview r = review_submission(config(), s, kAlice);
+  EXPECT_FALSE(r.accepted);
+  EXPECT_EQ(r.message, "safe: --safe-ckpt-dir expects an absolute path (starting with /), got 'relative/dir'");
+}
+
+TEST(Submission, RejectsOverQuota) {
+  Submission s;
+  s.spank_env = {"_SLURM_SPANK_OPTION_safe_safe_workspace=ml"};
+  s.gpus.tres_per_job = "gres:gpu:9";
+  SubmissionReview r = review_submission(config(), s, kAlice);
+  EXPECT_FALSE(r.accepted);
+  EXPECT_NE(r.message.find("asks for 9 GPUs but workspace 'ml' has a quota of 8"), std::string::npos);
+}
+
+TEST(Submission, KeepsAnAdministratorsComment) {
+  Submission s;
+  s.admin_comment = "ticket 42";
+  SubmissionReview r = review_submission(config(), s, kAlice);
+  ASSERT_TRUE(r.accepted);
+  EXPECT_EQ(r.changes.admin_comment, "ticket 42; safe: retries=0/0 health=standard sig=USR1@120 hang=0 gpus=0");
+}
+
+struct UpdateCase {
+  const char* name;
+  JobUpdate update;
+  JobUser user;
+  bool admin;
+  bool allowed;
+};
+
+class UpdateTest : public ::testing::TestWithParam<UpdateCase> {};
+TEST_P(UpdateTest, Decides) {
+  const UpdateCase& c = GetParam();
+  auto problem = review_update(config(), c.update, c.user, c.admin);
+  EXPECT_EQ(!problem.has_value(), c.allowed) << problem.value_or("");
+  if (problem) {
+    EXPECT_EQ(problem->rfind("safe: ", 0), 0u);
+  }
+}
+const UpdateCase kUpdateCases[] = {
+    {"time_limit_only", JobUpdate{}, kAlice, false, true},
+    {"licenses_by_user", JobUpdate{"matlab:1", std::nullopt, false}, kAlice, false, false},
+    {"licenses_by_admin", JobUpdate{"safe_ws_ml:1", std::nullopt, false}, kAlice, true, true},
+    {"gpu_request_by_user", JobUpdate{std::nullopt, std::nullopt, true}, kAlice, false, false},
+    {"partition_of_foreign_workspace", JobUpdate{std::nullopt, "cvpart", false}, kAlice, false, false},
+    {"partition_of_own_workspace", JobUpdate{std::nullopt, "cvpart", false}, JobUser{"bob", {}}, false, true},
+    {"unrelated_partition", JobUpdate{std::nullopt, "debug", false}, kAlice, false, true},
+};
+INSTANTIATE_TEST_SUITE_P(Updates, UpdateTest, ::testing::ValuesIn(kUpdateCases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(JobMetadata, RoundTrips) {
+  JobMetadata m;
+  m.settings.workspace = "ml";
+  m.settings.retries = 3;
+  m.settings.health = HealthLevel::strict;
+  m.settings.ckpt_dir = "/ckpt/run1";
+  m.settings.ckpt_signal = {SIGUSR1, 120};
+  m.settings.hang_timeout = 600;
+  m.settings.gpus = 16;
+  m.retries_used = 1;
+  m.last_failure = "node_fault n3 gpu2 uncorrectable ECC";
+  std::string text = format_job_metadata(m);
+  EXPECT_EQ(text,
+            "safe: ws=ml retries=1/3 health=strict sig=USR1@120 hang=600 gpus=16 ckpt=/ckpt/run1 "
+            "last=node_fault n3 gpu2 uncorrectable ECC");
+  auto back = parse_job_metadata("ticket 7; " + text);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->settings.workspace, "ml");
+  EXPECT_EQ(back->settings.retries, 3);
+  EXPECT_EQ(back->retries_used, 1);
+  EXPECT_EQ(back->settings.health, HealthLevel::strict);
+  EXPECT_EQ(back->settings.ckpt_signal, (CheckpointSignal{SIGUSR1, 120}));
+  EXPECT_EQ(back->settings.hang_timeout, 600);
+  EXPECT_EQ(back->settings.gpus, 16);
+  EXPECT_EQ(back->settings.ckpt_dir, "/ckpt/run1");
+  EXPECT_EQ(back->last_failure, "node_fault n3 gpu2 uncorrectable ECC");
+  EXPECT_FALSE(parse_job_metadata("just an admin note").has_value());
+  EXPECT_EQ(merge_admin_comment("note; safe: retries=0/1", "safe: retries=1/1"), "note; safe: retries=1/1");
+  EXPECT_EQ(merge_admin_comment("", "safe: retries=0/1"), "safe: retries=0/1");
+}
+
+TEST(JobEnvironment, SetsEveryVariable) {
+  JobSettings s;
+  s.workspace = "ml";
+  s.retries = 3;
+  s.ckpt_dir = "/ckpt/r";
+  s.ckpt_signal = CheckpointSignal{SIGUSR1, 120};
+  auto env = safe_job_environment(s, 2, "/ckpt/r/step-100");
+  std::vector<std::pair<std::string, std::string>> expected = {
+      {"SAFE_WORKSPACE", "ml"},      {"SAFE_ATTEMPT", "3"},
+      {"SAFE_MAX_RETRIES", "3"},     {"SAFE_CKPT_DIR", "/ckpt/r"},
+      {"SAFE_RESUME_FROM", "/ckpt/r/step-100"}, {"SAFE_CKPT_SIGNAL", "USR1@120"},
+  };
+  EXPECT_EQ(env, expected);
+}
+
+TEST(JobEnvironment, NodeAppliesTheSamePolicyAsTheController) {
+  SafeConfig c = config();
+  SafeOptions o;
+  o.workspace = "ml";
+  o.retries = 9;
+  JobSettings s = job_settings_on_node(o, &c, &kAlice);
+  EXPECT_EQ(s.retries, 4);  // capped like job_submit caps it
+  EXPECT_EQ(s.ckpt_signal.to_string(), "USR1@120");
+  // A user the node's config no longer admits: the options as given, with built-in defaults.
+  JobUser stranger{"zed", {}};
+  JobSettings as_given = job_settings_on_node(o, &c, &stranger);
+  EXPECT_EQ(as_given.workspace, "ml");
+  EXPECT_EQ(as_given.retries, 9);
+  // No config at all.
+  JobSettings bare = job_settings_on_node(o, nullptr, nullptr);
+  EXPECT_EQ(bare.retries, 9);
+  EXPECT_EQ(bare.health, HealthLevel::standard);
+}
+
+TEST(CheckpointScan, PicksNewestCompleteNeverTorn) {
+  std::vector<CheckpointCandidate> c = {
+      {"step-100", true, 1000}, {"step-300", false, 0}, {"step-200", true, 2000}, {"step-150", true, 2000}};
+  EXPECT_EQ(pick_resume_checkpoint(c), 2);  // same mtime as step-150: the greater name wins
+  EXPECT_EQ(pick_resume_checkpoint({{"a", false, 0}}), -1);
+  EXPECT_EQ(pick_resume_checkpoint({}), -1);
+}
+
+TEST(CheckpointScan, ScansADirectory) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("safe-ckpt-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  EXPECT_EQ(newest_complete_checkpoint(dir.string(), "COMPLETE"), "");  // missing dir
+  fs::create_directories(dir / "step-10");
+  fs::create_directories(dir / "step-20");
+  fs::create_directories(dir / "step-30");  // torn: no marker
+  std::ofstream(dir / "step-10" / "COMPLETE").put('x');
+  std::ofstream(dir / "step-20" / "COMPLETE").put('x');
+  std::ofstream(dir / "notadir").put('x');
+  struct utimbuf old_time {1000, 1000};
+  utime((dir / "step-10" / "COMPLETE").c_str(), &old_time);
+  fs::create_directory_symlink(dir / "step-10", dir / "latest");  // symlinks are not followed
+  EXPECT_EQ(newest_complete_checkpoint(dir.string() + "/", "COMPLETE"), (dir / "step-20").string());
+  fs::remove_all(dir);
+}
+
+TEST(SlurmFragments, RendersLicensesAndPlugins) {
+  SlurmFragments f = render_slurm_fragments(config(), {"/etc/safe/other.yaml", "/plugins", "/etc/slurm/plugstack.conf"});
+  EXPECT_NE(f.slurm_conf.find("PlugStackConfig=/etc/slurm/plugstack.conf\n"), std::string::npos);
+  EXPECT_NE(f.slurm_conf.find("\nJobSubmitPlugins=safe\n"), std::string::npos);
+  EXPECT_NE(f.slurm_conf.find("\nLicenses=safe_ws_ml:8\n"), std::string::npos);
+  EXPECT_NE(f.plugstack_conf.find("required /plugins/spank_safe.so config=/etc/safe/other.yaml\n"), std::string::npos);
+  SlurmFragments plain = render_slurm_fragments(SafeConfig{}, {SAFE_DEFAULT_CONFIG_PATH, "/p", ""});
+  EXPECT_EQ(plain.slurm_conf.find("Licenses="), std::string::npos);
+  EXPECT_EQ(plain.slurm_conf.find("PlugStackConfig="), std::string::npos);
+  EXPECT_NE(plain.plugstack_conf.find("required /p/spank_safe.so\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace safe
