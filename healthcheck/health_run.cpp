@@ -286,7 +286,7 @@ std::string report_json(const RunReport& r) {
   json_object_set_new(action, "ok", json_boolean(r.action_ok));
   if (!r.action_error.empty()) json_object_set_new(action, "error", json_string(r.action_error.c_str()));
   json_object_set_new(root, "action", action);
-  char* text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+  char* text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
   std::string out = text ? text : "{}";
   free(text);
   json_decref(root);

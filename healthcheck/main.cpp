@@ -1,6 +1,7 @@
 // safe-healthcheck: SaFE's node health checker. One run per call (Slurm HealthCheckProgram, cron),
 // or --watch to run as the node agent. See docs/health.md.
 #include <signal.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -37,6 +38,9 @@ void print(const safe::RunReport& report, bool json) {
   if (json) std::cout << safe::report_json(report);
   else std::cout << safe::summary_line(report) << "\n";
   std::cout.flush();
+  // slurmd discards HealthCheckProgram's output: whatever changes the node also goes to syslog.
+  if (report.decision.action != safe::NodeAction::none || !report.action_ok)
+    syslog(report.action_ok ? LOG_WARNING : LOG_ERR, "%s", safe::summary_line(report).c_str());
 }
 
 // The agent's NVML XID listener: a critical XID wakes the loop for an immediate run (the kernel
@@ -61,6 +65,7 @@ void start_xid_listener() {
 int run(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == safe::kGpuSnapshotChildFlag)
     return safe::gpu_snapshot_child_main({argv + 2, argv + argc});
+  openlog("safe-healthcheck", LOG_PID, LOG_DAEMON);
 
   po::options_description opts(
       "usage: safe-healthcheck [OPTIONS]\n\n"

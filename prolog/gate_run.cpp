@@ -1,6 +1,9 @@
 #include "prolog/gate_run.hpp"
 
+#include <syslog.h>
+
 #include <ctime>
+#include <sstream>
 
 #include "common/drain_decision.hpp"
 #include "common/sim_gpu_file.hpp"
@@ -46,6 +49,7 @@ std::string drain_for(const GateOptions& o, SlurmNodeControl& slurm, const Check
     return "drain-failed";
   }
   log << component << ": " << o.node << ": drained: " << decision.reason << "\n";
+  syslog(LOG_WARNING, "%s: %s: drained: %s", component, o.node.c_str(), decision.reason.c_str());
   return "drain";
 }
 
@@ -99,8 +103,11 @@ int run_prolog(const GateOptions& o, ProcessRunner& runner, SlurmNodeControl& sl
   e.failing = gate.blocking;
   e.action = drain_for(o, slurm, gate.blocking.front(), log, "safe-prolog");
   e.reason = own_reason(gate.blocking.front().detail);
-  log << "safe-prolog: " << o.node << ": job " << e.job_id << " refused: " << gate.blocking.front().detail
-      << " (Slurm requeues it on another node)\n";
+  std::ostringstream refused;
+  refused << "safe-prolog: " << o.node << ": job " << e.job_id << " refused: " << gate.blocking.front().detail
+          << " (Slurm requeues it on another node)";
+  log << refused.str() << "\n";
+  syslog(LOG_WARNING, "%s", refused.str().c_str());  // slurmd keeps no prolog output
   std::string error;
   if (!e.job_id.empty() && !write_evidence(o.config.health.state_dir, e, error))
     log << "safe-prolog: cannot write evidence: " << error << "\n";
