@@ -260,6 +260,16 @@ TEST(RealLibraries, AbsentNvmlIsReportedNotCrashed) {
   EXPECT_NE(error.find("libnvidia-ml.so.1"), std::string::npos);
 }
 
+TEST(RealLibraries, RocmSmiBindsEveryFunction) {
+  // librocm-smi is a build dependency, so its library is normally here: every symbol must bind
+  // (init is not called: it needs an AMD GPU).
+  std::string error;
+  auto api = load_rsmi_api(error);
+  if (!api && error.find("cannot load") != std::string::npos) GTEST_SKIP() << error;
+  ASSERT_TRUE(api) << error;
+  EXPECT_NE(api->compute_process_gpus_get, nullptr);
+}
+
 TEST(SimBackend, ReadsTheNodeFileOrDefaults) {
   test::TempDir dir;
   SimBackend fresh(dir.path(), "n1", 4);
