@@ -139,17 +139,24 @@ ProcessResult SystemProcessRunner::run(const std::vector<std::string>& argv, std
   close_fd(fds[0]);
   close_fd(fds[1]);
 
-  int status = 0;
-  while (!timed_out) {
-    pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (done < 0 && errno != EINTR) break;
+  // Wait for the exit without reaping: while the child is a zombie its PID (the group's id) cannot
+  // be reused, so the group kill below cannot hit an unrelated process group.
+  bool exited = false;
+  while (!timed_out && !exited) {
+    siginfo_t info{};
+    int rc = waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
+    if (rc == 0 && info.si_pid == pid) {
+      exited = true;
+      break;
+    }
+    if (rc < 0 && errno != EINTR) break;
     if (remaining_ms(deadline) == 0) {
       timed_out = true;
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  int status = 0;
   if (timed_out) {
     kill(-pid, SIGKILL);
     kill(pid, SIGKILL);
@@ -159,6 +166,10 @@ ProcessResult SystemProcessRunner::run(const std::vector<std::string>& argv, std
   }
   // Children the program left behind in its group must not outlive it (NHC issue #104).
   kill(-pid, SIGKILL);
+  if (!exited || waitpid(pid, &status, 0) != pid) {
+    result.error = "lost track of the child process (is SIGCHLD ignored?)";
+    return result;
+  }
   if (WIFEXITED(status)) {
     result.outcome = ProcessResult::Outcome::exited;
     result.exit_code = WEXITSTATUS(status);
