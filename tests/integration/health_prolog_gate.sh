@@ -25,6 +25,9 @@ job_field() { scontrol show job "$jid" | grep -o " $1=[^ ]*" | head -1 | cut -d=
 
 # A node's first health run is the startup run; wait until both have had a normal one.
 wait_for "[[ \$(jq -r .startup_run $health/n1.last.json) == false && \$(jq -r .startup_run $health/n2.last.json) == false ]]" 30
+# The checker knows which slurmd runs it (that is how it tells the startup run).
+slurmd_n1=$(awk '$1 == "slurmd-n1" {print $2}' "$dir/run/daemons")
+assert_eq "$slurmd_n1" "$(jq -r .slurmd_instance "$health/n1.json" | cut -d: -f1)" "slurmd seen by the checker on n1"
 
 # GPU 0 of n1 loses an XGMI link. Both nodes are idle, so Slurm places the job on n1, GPU 0.
 safectl inject --node n1 --gpu 0 --fault xgmi >/dev/null
