@@ -3,6 +3,8 @@
 // rejected and the whole key list can be enumerated for the documentation test.
 #include <algorithm>
 #include <functional>
+#include <mutex>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -289,10 +291,17 @@ std::optional<std::string> absolute_path_rule(const std::string& v, bool allow_e
 const Validator kAbsolutePath = [](const std::string& v) { return absolute_path_rule(v, false); };
 const Validator kOptionalAbsolutePath = [](const std::string& v) { return absolute_path_rule(v, true); };
 
+// Compiled on first use: this file is linked into spank_safe.so, which every sbatch/srun loads,
+// and compiling regexes at load time would slow down every submission.
 Validator regex_rule(const char* pattern, const char* description) {
-  auto re = std::make_shared<std::regex>(pattern);
-  return [re, description](const std::string& v) -> std::optional<std::string> {
-    if (std::regex_match(v, *re)) return std::nullopt;
+  struct Lazy {
+    std::once_flag once;
+    std::optional<std::regex> re;
+  };
+  auto lazy = std::make_shared<Lazy>();
+  return [lazy, pattern, description](const std::string& v) -> std::optional<std::string> {
+    std::call_once(lazy->once, [&] { lazy->re.emplace(pattern); });
+    if (std::regex_match(v, *lazy->re)) return std::nullopt;
     return std::string(description);
   };
 }
@@ -301,12 +310,8 @@ const Validator kWorkspaceName =
 const Validator kPrincipalName = regex_rule("[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\\$?", "expects a user or group name");
 const Validator kSlurmName =
     regex_rule("([A-Za-z0-9_.-]{1,64})?", "expects a Slurm name (letters, digits, '_', '.', '-') or nothing");
-const Validator kNonEmpty = [](const std::string& v) -> std::optional<std::string> {
-  if (v.empty()) return "must not be empty";
-  return std::nullopt;
-};
 const Validator kListenAddress = [](const std::string& v) -> std::optional<std::string> {
-  static const std::regex re("(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9_.-]+):([0-9]{1,5})");
+  static const std::regex re("(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9_.-]+):([0-9]{1,5})");  // first use only
   std::smatch m;
   if (!std::regex_match(v, m, re) || std::stoi(m[2]) < 1 || std::stoi(m[2]) > 65535)
     return "expects HOST:PORT with a port 1..65535 (e.g. 127.0.0.1:9810)";
