@@ -4,6 +4,7 @@
 # recorded on the job, retrying jobs requeue with their output appended, and the job's own user
 # owns its checkpoint directory.
 set -euo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 (($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
 use_cluster "$1"
@@ -43,6 +44,16 @@ jobid=$(as_user sbatch --parsable --wait -o "$work/owner.out" "--safe-ckpt-dir=$
 assert_eq "safetest" "$(head -1 "$work/owner.out")" "job user"
 assert_eq "safetest" "$(stat -c '%U' "$work/u")" "owner of the created parent"
 assert_eq "safetest" "$(stat -c '%U' "$work/u/ckpt/run1")" "owner of the checkpoint directory"
+
+# scontrol update: users may not change what the quota was computed from; administrators may.
+held=$(as_user sbatch --parsable --hold --job-name=safe-pol-test -o /dev/null --gpus=1 --wrap true)
+expect_rejected "Access/permission denied" as_user scontrol update jobid="$held" Licenses=foo:1
+expect_rejected "Access/permission denied" as_user scontrol update jobid="$held" NumNodes=2
+wait_for "grep -q 'refused an update by safetest: safe: a job.s licenses cannot be changed' '$SAFE_CLUSTER_DIR/log/slurmctld.log'" 10 \
+    "grep job_submit/safe '$SAFE_CLUSTER_DIR/log/slurmctld.log' | tail -5"
+as_user scontrol update jobid="$held" TimeLimit=10 || fail "an unrelated update was refused"
+scontrol update jobid="$held" NumNodes=2 || fail "root's update was refused"
+scancel "$held"
 
 # Metadata, defaults and licenses on an accepted job.
 jobid=$(sbatch --parsable --hold --job-name=safe-pol-test --safe-workspace=ml --safe-retries=9 --gpus-per-node=2 -N2 \
