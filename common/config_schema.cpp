@@ -331,6 +331,16 @@ void read_health_level(MapScope& s, const char* key, HealthLevel& out) {
   s.enumeration(key, out, {{"strict", HealthLevel::strict}, {"standard", HealthLevel::standard}, {"off", HealthLevel::off}});
 }
 
+// Retry defaults and caps, read the same way for a workspace and for jobs outside workspaces.
+void read_retry_policy(MapScope& s, int& default_retries, int& max_retries, HealthLevel& default_health) {
+  s.integer("default_retries", default_retries, 0, 50);
+  s.integer("max_retries", max_retries, 0, 50);
+  read_health_level(s, "default_health", default_health);
+  if (default_retries > max_retries)
+    s.context().error(s.mark_of("default_retries"), s.name("default_retries") + ": " + std::to_string(default_retries) +
+                                                        " exceeds max_retries " + std::to_string(max_retries));
+}
+
 void read_workspace(MapScope& s, WorkspaceConfig& w) {
   s.string("name", w.name, kWorkspaceName);
   if (!s.has("name") && s.context().key_paths == nullptr)
@@ -341,24 +351,12 @@ void read_workspace(MapScope& s, WorkspaceConfig& w) {
   s.string("qos", w.qos, kSlurmName);
   s.string_list("users", w.users, kPrincipalName);
   s.string_list("groups", w.groups, kPrincipalName);
-  s.integer("default_retries", w.default_retries, 0, 50);
-  s.integer("max_retries", w.max_retries, 0, 50);
-  read_health_level(s, "default_health", w.default_health);
-  if (w.default_retries > w.max_retries)
-    s.context().error(s.mark_of("default_retries"),
-                      s.name("default_retries") + ": " + std::to_string(w.default_retries) + " exceeds max_retries " +
-                          std::to_string(w.max_retries));
+  read_retry_policy(s, w.default_retries, w.max_retries, w.default_health);
 }
 
 void read_admission(MapScope& s, AdmissionConfig& a) {
   s.boolean("require_workspace", a.require_workspace);
-  s.integer("default_retries", a.default_retries, 0, 50);
-  s.integer("max_retries", a.max_retries, 0, 50);
-  read_health_level(s, "default_health", a.default_health);
-  if (a.default_retries > a.max_retries)
-    s.context().error(s.mark_of("default_retries"),
-                      s.name("default_retries") + ": " + std::to_string(a.default_retries) + " exceeds max_retries " +
-                          std::to_string(a.max_retries));
+  read_retry_policy(s, a.default_retries, a.max_retries, a.default_health);
 }
 
 void read_mount(MapScope& s, MountRequirement& m) {
