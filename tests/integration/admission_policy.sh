@@ -19,6 +19,8 @@ expect_failure "safe: the job asks for 16 GPUs but workspace 'ml' has a quota of
     sbatch --safe-workspace=ml -N2 --gpus-per-node=8 --wrap true
 expect_failure "safe: the job asks for 9 GPUs but workspace 'ml' has a quota of 8" \
     srun --safe-workspace=ml --gpus=9 true
+expect_failure "safe: workspace 'research' runs in partition 'gpu', not 'cpu'; drop -p/--partition or use -p gpu" \
+    sbatch --safe-workspace=research -p cpu --wrap true
 expect_failure "safe: licenses named safe_ws_* carry workspace GPU quotas" \
     sbatch -L safe_ws_ml:1 --wrap true
 
