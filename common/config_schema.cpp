@@ -412,6 +412,12 @@ void read_health(MapScope& s, HealthConfig& h) {
   s.integer("ib_min_rate_gbps", h.ib_min_rate_gbps, 0, 10000);
   s.string("numa_reference", h.numa_reference, kOptionalAbsolutePath);
   s.section("thresholds", h.thresholds, read_thresholds);
+  // A run waits at most check_timeout_s for the checks, then may call scontrol once more.
+  if (h.check_timeout_s + h.slurm_timeout_s > 55)
+    s.context().error(s.mark_of("check_timeout_s"),
+                      s.name("check_timeout_s") + " + slurm_timeout_s = " +
+                          std::to_string(h.check_timeout_s + h.slurm_timeout_s) +
+                          " s: keep it at most 55 (Slurm kills HealthCheckProgram after 60 s)");
 }
 
 void read_failover(MapScope& s, FailoverConfig& f) {

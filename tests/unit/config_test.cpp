@@ -73,6 +73,8 @@ const ErrorCase kErrorCases[] = {
     {"nested_unknown", "kube_bridge:\n  kubernetes:\n    namespce: x\n", 3, 5, "did you mean 'namespace'"},
     {"k8s_namespace_bad", "kube_bridge:\n  kubernetes:\n    namespace: Bad_NS\n", 3, 16, "RFC 1123"},
     {"threshold_type", "health:\n  thresholds:\n    pcie_replay_max: [1]\n", 3, 22, "expects an integer"},
+    {"health_timeouts_past_slurm_limit", "health:\n  check_timeout_s: 50\n  slurm_timeout_s: 10\n", 2, 20,
+     "check_timeout_s + slurm_timeout_s = 60 s: keep it at most 55"},
     {"second_document", "health:\n  backend: sim\n---\nhealth: {}\n", 3, 1, "only one YAML document"},
     {"tab_indentation", "health:\n\tbackend: sim\n", 2, 1, "YAML syntax error"},
 };
