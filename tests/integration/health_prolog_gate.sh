@@ -10,7 +10,9 @@ source "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d /tmp/safe-gate-XXXXXX)
 dir=$tmp/c
 cleanup() {
-    "$SAFE_CLUSTER_BIN" down --dir "$dir" >/dev/null 2>&1 || echo "health_prolog_gate: cluster $dir did not stop cleanly" >&2
+    # Without the sanitizer runtimes a sanitizer cluster's env preloads: ps/pgrep hang with them.
+    env -u LD_PRELOAD -u ASAN_OPTIONS "$SAFE_CLUSTER_BIN" down --dir "$dir" >/dev/null 2>&1 ||
+        echo "health_prolog_gate: cluster $dir did not stop cleanly" >&2
     rm -rf "$tmp"
 }
 trap cleanup EXIT
