@@ -23,6 +23,16 @@ SlurmFragments render_slurm_fragments(const SafeConfig& config, const FragmentPa
   f.slurm_conf += "JobSubmitPlugins=safe\n";
   std::string licenses = workspace_licenses(config);
   if (!licenses.empty()) f.slurm_conf += "Licenses=" + licenses + "\n";
+  // Node health: the checker drains bad nodes on its own, in every node state; the GPU gate
+  // fails a job's prolog on a bad GPU, and nohold_on_prolog_fail lets Slurm place the job
+  // elsewhere instead of holding it.
+  f.slurm_conf += "HealthCheckProgram=" + paths.sbin_dir + "/safe-healthcheck\n";
+  f.slurm_conf += "HealthCheckInterval=" + std::to_string(config.health.interval_s) + "\n";
+  f.slurm_conf += "HealthCheckNodeState=ANY\n";
+  f.slurm_conf += "Prolog=" + paths.sbin_dir + "/safe-prolog\n";
+  f.slurm_conf += "Epilog=" + paths.sbin_dir + "/safe-epilog\n";
+  f.slurm_conf += "# Slurm keeps only the last SchedulerParameters line: add this to yours.\n";
+  f.slurm_conf += "SchedulerParameters=nohold_on_prolog_fail\n";
 
   f.plugstack_conf = "# SaFE for Slurm: plugstack.conf line, rendered by `safectl render-slurm`.\n";
   f.plugstack_conf += "required " + paths.plugin_dir + "/spank_safe.so";

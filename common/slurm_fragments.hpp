@@ -12,6 +12,7 @@ namespace safe {
 struct FragmentPaths {
   std::string config_path;     // safe.yaml the plugins read; passed to spank_safe.so when not the default
   std::string plugin_dir;      // where spank_safe.so and job_submit_safe.so are installed
+  std::string sbin_dir;        // where safe-healthcheck, safe-prolog and safe-epilog are installed
   std::string plugstack_path;  // when set, slurm.conf gets PlugStackConfig=<this>
 };
 

@@ -34,6 +34,8 @@ int render_slurm(const std::vector<std::string>& args) {
       "config", po::value<std::string>(), "safe.yaml to read (default: $SAFE_CONFIG, else /etc/safe/safe.yaml)")(
       "plugin-dir", po::value<std::string>()->default_value(SAFE_SLURM_PLUGIN_DIR),
       "where spank_safe.so and job_submit_safe.so are installed")(
+      "sbin-dir", po::value<std::string>()->default_value(SAFE_SBIN_DIR),
+      "where safe-healthcheck, safe-prolog and safe-epilog are installed")(
       "plugstack", po::value<std::string>(), "also emit PlugStackConfig=FILE")(
       "out", po::value<std::string>(), "write DIR/slurm-safe.conf and DIR/plugstack-safe.conf instead of printing");
   po::variables_map vm;
@@ -50,7 +52,8 @@ int render_slurm(const std::vector<std::string>& args) {
     return 1;
   }
   // Slurm daemons change directory: every path they are given must be absolute.
-  FragmentPaths paths{std::filesystem::absolute(config_path).lexically_normal().string(), vm["plugin-dir"].as<std::string>(),
+  FragmentPaths paths{std::filesystem::absolute(config_path).lexically_normal().string(),
+                      vm["plugin-dir"].as<std::string>(), vm["sbin-dir"].as<std::string>(),
                       vm.count("plugstack") ? vm["plugstack"].as<std::string>() : ""};
   SlurmFragments fragments = render_slurm_fragments(*config.config, paths);
   if (!vm.count("out")) {

@@ -222,12 +222,17 @@ TEST(CheckpointScan, ScansADirectory) {
 }
 
 TEST(SlurmFragments, RendersLicensesAndPlugins) {
-  SlurmFragments f = render_slurm_fragments(config(), {"/etc/safe/other.yaml", "/plugins", "/etc/slurm/plugstack.conf"});
+  SlurmFragments f =
+      render_slurm_fragments(config(), {"/etc/safe/other.yaml", "/plugins", "/sbin", "/etc/slurm/plugstack.conf"});
   EXPECT_NE(f.slurm_conf.find("PlugStackConfig=/etc/slurm/plugstack.conf\n"), std::string::npos);
   EXPECT_NE(f.slurm_conf.find("\nJobSubmitPlugins=safe\n"), std::string::npos);
   EXPECT_NE(f.slurm_conf.find("\nLicenses=safe_ws_ml:8\n"), std::string::npos);
   EXPECT_NE(f.plugstack_conf.find("required /plugins/spank_safe.so config=/etc/safe/other.yaml\n"), std::string::npos);
-  SlurmFragments plain = render_slurm_fragments(SafeConfig{}, {SAFE_DEFAULT_CONFIG_PATH, "/p", ""});
+  EXPECT_NE(f.slurm_conf.find("\nHealthCheckProgram=/sbin/safe-healthcheck\nHealthCheckInterval=300\n"
+                              "HealthCheckNodeState=ANY\nProlog=/sbin/safe-prolog\nEpilog=/sbin/safe-epilog\n"),
+            std::string::npos);
+  EXPECT_NE(f.slurm_conf.find("\nSchedulerParameters=nohold_on_prolog_fail\n"), std::string::npos);
+  SlurmFragments plain = render_slurm_fragments(SafeConfig{}, {SAFE_DEFAULT_CONFIG_PATH, "/p", "/s", ""});
   EXPECT_EQ(plain.slurm_conf.find("Licenses="), std::string::npos);
   EXPECT_EQ(plain.slurm_conf.find("PlugStackConfig="), std::string::npos);
   EXPECT_NE(plain.plugstack_conf.find("required /p/spank_safe.so\n"), std::string::npos);
