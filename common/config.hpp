@@ -113,6 +113,7 @@ struct KubeBridgeConfig {
   bool munge_auth = true;
   std::vector<std::string> admins = {"root"};
   int max_body_bytes = 1048576;
+  std::string slurm_work_dir = "/tmp";  // Slurm workloads' working directory and output files
   KubernetesConfig kubernetes;
 };
 

@@ -451,6 +451,7 @@ void read_kube_bridge(MapScope& s, KubeBridgeConfig& k) {
   s.boolean("munge_auth", k.munge_auth);
   s.string_list("admins", k.admins, kPrincipalName);
   s.integer("max_body_bytes", k.max_body_bytes, 1024, 64 << 20);
+  s.string("slurm_work_dir", k.slurm_work_dir, kAbsolutePath);
   s.section("kubernetes", k.kubernetes, read_kubernetes);
   if (k.tls_cert.empty() != k.tls_key.empty())
     s.context().error(s.mark_of(k.tls_cert.empty() ? "tls_key" : "tls_cert"),
