@@ -271,37 +271,52 @@ ApiResponse BridgeApi::list_workloads(const ApiRequest& req, const Principal& wh
   }
   if (!errors.empty()) return field_errors(422, "invalid query", errors);
   auto jobs = slurm_.jobs();
-  if (!jobs.value) return error_response(503, "safe: cannot read jobs from Slurm: " + jobs.error + "; retry shortly");
+  if (!jobs.value || !*jobs.value)
+    return error_response(503, "safe: cannot read jobs from Slurm: " + jobs.error + "; retry shortly");
+  auto index = workload_index(*jobs.value);
 
-  std::vector<const SlurmJob*> selected;
-  std::vector<BridgeRecord> records;
+  std::vector<const IndexedWorkload*> selected;
   {
     std::lock_guard lock(deleted_mutex_);
-    for (const auto& job : *jobs.value) {
-      if (!visible_to(job, who) || deleted_.count(job.id)) continue;
-      auto record = parse_bridge_comment(job.comment);
-      if (!record) continue;
+    for (const auto& w : index->workloads) {
+      if (!(who.admin || w.uid == who.user.uid) || deleted_.count(w.job_id)) continue;
       if (target == "kubernetes") continue;
-      if (!state.empty() && lower(workload_phase(job)) != state) continue;
-      if (!workspace.empty()) {
-        auto meta = parse_job_metadata(job.admin_comment);
-        if (!meta || meta->settings.workspace != workspace) continue;
-      }
-      selected.push_back(&job);
-      records.push_back(std::move(*record));
+      if (!state.empty() && w.phase != state) continue;
+      if (!workspace.empty() && w.workspace != workspace) continue;
+      selected.push_back(&w);
     }
   }
-  Json body = json_take(json_object());
-  json_t* items = json_array();
-  for (std::size_t i = static_cast<std::size_t>(offset); i < selected.size() && i < static_cast<std::size_t>(offset + limit); ++i) {
-    auto user = users_.by_uid(selected[i]->uid);
-    json_array_append_new(items, workload_json(*selected[i], records[i], user ? user->name : std::to_string(selected[i]->uid)));
+  std::string body = "{\"items\":[";
+  std::size_t end = std::min(selected.size(), static_cast<std::size_t>(offset + limit));
+  for (std::size_t i = static_cast<std::size_t>(offset); i < end; ++i) {
+    if (i > static_cast<std::size_t>(offset)) body += ',';
+    body += selected[i]->json;
   }
-  json_set(body.get(), "items", items);
-  json_set(body.get(), "total", json_integer(static_cast<json_int_t>(selected.size())));
-  json_set(body.get(), "nextOffset",
-           offset + limit < static_cast<long long>(selected.size()) ? json_integer(offset + limit) : json_null());
-  return json_response(200, body.get());
+  body += "],\"total\":" + std::to_string(selected.size()) + ",\"nextOffset\":";
+  body += offset + limit < static_cast<long long>(selected.size()) ? std::to_string(offset + limit) : "null";
+  body += "}";
+  return {200, std::move(body), "application/json", {}, ""};
+}
+
+std::shared_ptr<const BridgeApi::WorkloadIndex> BridgeApi::workload_index(const JobSnapshot& snapshot) {
+  {
+    std::lock_guard lock(index_mutex_);
+    if (index_ && index_->snapshot == snapshot) return index_;
+  }
+  auto index = std::make_shared<WorkloadIndex>();
+  index->snapshot = snapshot;
+  for (const auto& job : *snapshot) {
+    auto record = parse_bridge_comment(job.comment);
+    if (!record) continue;
+    auto user = users_.by_uid(job.uid);
+    auto meta = parse_job_metadata(job.admin_comment);
+    Json view = json_take(workload_json(job, *record, user ? user->name : std::to_string(job.uid)));
+    index->workloads.push_back({job.id, job.uid, lower(workload_phase(job)), meta ? meta->settings.workspace : "",
+                                json_text(view.get())});
+  }
+  std::lock_guard lock(index_mutex_);
+  index_ = index;
+  return index;
 }
 
 ApiResponse BridgeApi::workload_action(const ApiRequest& req, const Principal& who, const std::string& id,
@@ -315,9 +330,10 @@ ApiResponse BridgeApi::workload_action(const ApiRequest& req, const Principal& w
     if (deleted_.count(*job_id)) return not_found;
   }
   auto jobs = slurm_.jobs();
-  if (!jobs.value) return error_response(503, "safe: cannot read jobs from Slurm: " + jobs.error + "; retry shortly");
+  if (!jobs.value || !*jobs.value)
+    return error_response(503, "safe: cannot read jobs from Slurm: " + jobs.error + "; retry shortly");
   const SlurmJob* job = nullptr;
-  for (const auto& j : *jobs.value)
+  for (const auto& j : **jobs.value)
     if (j.id == *job_id) job = &j;
   if (!job || !visible_to(*job, who)) return not_found;
   auto record = parse_bridge_comment(job->comment);

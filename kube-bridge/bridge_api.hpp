@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -56,6 +57,23 @@ class BridgeApi {
                               const std::string& action);
   ApiResponse list_workspaces(const Principal& who, const std::string& only);
   ApiResponse list_nodes();
+
+  // The bridge's workloads in one job snapshot, each rendered once: list requests then only
+  // filter and concatenate, whatever their rate (the snapshot changes at most once a second).
+  struct IndexedWorkload {
+    std::uint32_t job_id;
+    uid_t uid;
+    std::string phase;  // lower case, for the state filter
+    std::string workspace;
+    std::string json;
+  };
+  struct WorkloadIndex {
+    JobSnapshot snapshot;
+    std::vector<IndexedWorkload> workloads;
+  };
+  std::shared_ptr<const WorkloadIndex> workload_index(const JobSnapshot& snapshot);
+  std::mutex index_mutex_;
+  std::shared_ptr<const WorkloadIndex> index_;
 
   BridgeSettings settings_;
   Authenticator& auth_;

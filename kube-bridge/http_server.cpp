@@ -59,6 +59,9 @@ bool HttpServer::bind(std::string& error) {
   httplib::Server& srv = *impl_->server;
   int threads = s.threads;
   srv.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  // Headers and body go out in separate writes: without TCP_NODELAY, Nagle's algorithm holds the
+  // body until the client's delayed ACK, ~40 ms per keep-alive request (measured: 350 req/s).
+  srv.set_tcp_nodelay(true);
   srv.set_keep_alive_max_count(100000);
   srv.set_keep_alive_timeout(30);
   srv.set_read_timeout(10);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <ctime>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -50,6 +51,8 @@ struct SlurmJob {
   std::time_t submit_time = 0, start_time = 0, end_time = 0;
 };
 
+using JobSnapshot = std::shared_ptr<const std::vector<SlurmJob>>;
+
 struct SlurmNode {
   std::string name;
   std::string state;  // IDLE, ALLOCATED, MIXED, DOWN, ... plus +DRAIN etc.
@@ -76,7 +79,8 @@ class SlurmClient {
   virtual ~SlurmClient() = default;
   // On failure `error` holds Slurm's message, including the job_submit plugin's.
   virtual SlurmResult<std::uint32_t> submit(const SlurmJobRequest& request) = 0;
-  virtual SlurmResult<std::vector<SlurmJob>> jobs() = 0;
+  // A snapshot shared by all readers; a new object whenever it was refreshed from slurmctld.
+  virtual SlurmResult<JobSnapshot> jobs() = 0;
   virtual SlurmResult<std::vector<SlurmNode>> nodes() = 0;
   virtual SlurmResult<std::vector<SlurmLicense>> licenses() = 0;
   virtual SlurmResult<bool> cancel(std::uint32_t job_id) = 0;

@@ -117,10 +117,10 @@ SlurmResult<std::uint32_t> LibSlurmClient::submit(const SlurmJobRequest& r) {
   return {id, "", 0, false};
 }
 
-SlurmResult<std::vector<SlurmJob>> LibSlurmClient::jobs() {
+SlurmResult<JobSnapshot> LibSlurmClient::jobs() {
   std::lock_guard lock(mutex_);
   auto now = std::chrono::steady_clock::now();
-  if (jobs_ && now - jobs_at_ < ttl_) return {*jobs_, "", 0};
+  if (jobs_ && now - jobs_at_ < ttl_) return {jobs_, "", 0};
   job_info_msg_t* msg = nullptr;
   if (slurm_load_jobs(0, &msg, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS) return {std::nullopt, last_error(), slurm_get_errno()};
   auto out = std::make_shared<std::vector<SlurmJob>>();
@@ -152,7 +152,7 @@ SlurmResult<std::vector<SlurmJob>> LibSlurmClient::jobs() {
   slurm_free_job_info_msg(msg);
   jobs_ = out;
   jobs_at_ = now;
-  return {*jobs_, "", 0};
+  return {jobs_, "", 0};
 }
 
 SlurmResult<std::vector<SlurmNode>> LibSlurmClient::nodes() {

@@ -15,7 +15,7 @@ class LibSlurmClient : public SlurmClient {
   explicit LibSlurmClient(std::chrono::milliseconds cache_ttl = std::chrono::milliseconds(1000));
   ~LibSlurmClient() override;
   SlurmResult<std::uint32_t> submit(const SlurmJobRequest& request) override;
-  SlurmResult<std::vector<SlurmJob>> jobs() override;
+  SlurmResult<JobSnapshot> jobs() override;
   SlurmResult<std::vector<SlurmNode>> nodes() override;
   SlurmResult<std::vector<SlurmLicense>> licenses() override;
   SlurmResult<bool> cancel(std::uint32_t job_id) override;

@@ -72,7 +72,7 @@ class FakeSlurm : public SlurmClient {
     job_list.push_back(j);
     return {j.id, "", 0};
   }
-  SlurmResult<std::vector<SlurmJob>> jobs() override { return {job_list, "", 0}; }
+  SlurmResult<JobSnapshot> jobs() override { return {std::make_shared<const std::vector<SlurmJob>>(job_list), "", 0}; }
   SlurmResult<std::vector<SlurmNode>> nodes() override {
     return {std::vector<SlurmNode>{{"n1", "IDLE", "", "gpu:8", 8}, {"n2", "IDLE+DRAIN", "SaFE: gpu3 ECC", "gpu:8", 8}}, "", 0};
   }
