@@ -146,6 +146,30 @@ json_t* slurm_events(const SlurmJob& job) {
   return events;
 }
 
+json_t* kube_workload_json(const KubeWorkload& w) {
+  json_t* j = json_object();
+  json_set(j, "id", json_str("kube-" + w.spec.name));
+  json_set(j, "name", json_str(w.spec.name));
+  json_set(j, "target", json_string("kubernetes"));
+  json_set(j, "user", json_str(w.user));
+  json_set(j, "workspace", w.settings.workspace.empty() ? json_null() : json_str(w.settings.workspace));
+  json_set(j, "phase", json_str(w.phase));
+  json_set(j, "attempt", json_integer(w.attempt));
+  json_set(j, "maxRetries", json_integer(w.settings.retries));
+  json_set(j, "health", json_str(to_string(w.settings.health)));
+  json_set(j, "checkpointDir", w.settings.ckpt_dir.empty() ? json_null() : json_str(w.settings.ckpt_dir));
+  json_set(j, "nodes", json_str(w.nodes));
+  json_set(j, "nodeCount", json_integer(w.spec.nodes));
+  std::string avoid;
+  for (const auto& n : w.avoid_nodes) avoid += (avoid.empty() ? "" : ",") + n;
+  json_set(j, "excludedNodes", json_str(avoid));
+  json_set(j, "submitTime", time_json(w.submit_time));
+  json_t* labels = json_object();
+  for (const auto& [k, v] : w.spec.labels) json_set(labels, k.c_str(), json_str(v));
+  json_set(j, "labels", labels);
+  return j;
+}
+
 }  // namespace
 
 ApiResponse BridgeApi::handle(const ApiRequest& request) {
@@ -213,9 +237,9 @@ ApiResponse BridgeApi::create_workload(const ApiRequest& req, const Principal& w
   if (parsed.malformed) return field_errors(400, "the request body is not valid JSON", parsed.errors);
   if (!parsed.spec) return field_errors(422, "invalid workload spec", parsed.errors);
   const WorkloadSpec& spec = *parsed.spec;
-  if (spec.target == WorkloadTarget::kubernetes)
+  if (spec.target == WorkloadTarget::kubernetes && !kube_)
     return field_errors(422, "invalid workload spec",
-                        {{"target", "the kubernetes target is not available on this bridge yet; use target slurm"}});
+                        {{"target", "the kubernetes target is not configured on this bridge (kube_bridge.kubernetes); use target slurm"}});
 
   // job_submit_safe decides inside slurmctld, for the job's user. libslurm hands back only its
   // error code, not its message: the same pure policy, run here, says why.
@@ -223,6 +247,23 @@ ApiResponse BridgeApi::create_workload(const ApiRequest& req, const Principal& w
   admission.options = spec.options;
   admission.gpus = static_cast<long long>(spec.nodes) * spec.gpus_per_node;
   AdmissionDecision decision = admit_job(settings_.config, admission, JobUser{who.user.name, who.user.groups});
+
+  if (spec.target == WorkloadTarget::kubernetes) {
+    // No slurmctld decides here: the policy the job_submit plugin applies on Slurm applies here.
+    if (!decision.accepted) return error_response(403, decision.message);
+    if (auto problem = kube_->create(spec, decision.settings, who.user.name, who.user.uid))
+      return error_response(problem->first, problem->second);
+    metrics_.count_created(true);
+    Json body = json_take(json_object());
+    json_set(body.get(), "id", json_str("kube-" + spec.name));
+    json_set(body.get(), "name", json_str(spec.name));
+    json_set(body.get(), "target", json_string("kubernetes"));
+    json_set(body.get(), "phase", json_string("Pending"));
+    if (!decision.message.empty()) json_set(body.get(), "notice", json_str(decision.message));
+    ApiResponse r = json_response(201, body.get());
+    r.headers.emplace_back("Location", "/api/v1/workloads/kube-" + spec.name);
+    return r;
+  }
 
   SlurmJobRequest job = slurm_job_request(spec, who.user, settings_.work_dir);
   auto submitted = slurm_.submit(job);
@@ -276,6 +317,16 @@ ApiResponse BridgeApi::list_workloads(const ApiRequest& req, const Principal& wh
   auto index = workload_index(*jobs.value);
 
   std::vector<const IndexedWorkload*> selected;
+  std::vector<IndexedWorkload> kube_items;  // rendered per request: few, and they change often
+  if (kube_ && target != "slurm") {
+    for (const auto& w : kube_->list()) {
+      if (!(who.admin || w.uid == who.user.uid)) continue;
+      if (!state.empty() && lower(w.phase) != state) continue;
+      if (!workspace.empty() && w.settings.workspace != workspace) continue;
+      Json view = json_take(kube_workload_json(w));
+      kube_items.push_back({0, w.uid, lower(w.phase), w.settings.workspace, json_text(view.get())});
+    }
+  }
   {
     std::lock_guard lock(deleted_mutex_);
     for (const auto& w : index->workloads) {
@@ -286,6 +337,7 @@ ApiResponse BridgeApi::list_workloads(const ApiRequest& req, const Principal& wh
       selected.push_back(&w);
     }
   }
+  for (const auto& k : kube_items) selected.push_back(&k);
   std::string body = "{\"items\":[";
   std::size_t end = std::min(selected.size(), static_cast<std::size_t>(offset + limit));
   for (std::size_t i = static_cast<std::size_t>(offset); i < end; ++i) {
@@ -323,6 +375,7 @@ ApiResponse BridgeApi::workload_action(const ApiRequest& req, const Principal& w
                                        const std::string& action) {
   // The same answer for a malformed id, another user's workload and a missing one.
   ApiResponse not_found = error_response(404, "no workload '" + id.substr(0, 64) + "' visible to you; list yours with GET /api/v1/workloads");
+  if (kube_ && id.starts_with("kube-")) return kube_workload_action(req, who, id.substr(5), action);
   auto job_id = parse_slurm_workload_id(id);
   if (!job_id) return not_found;
   {
@@ -466,8 +519,59 @@ ApiResponse BridgeApi::list_nodes() {
     json_set(j, "safeDrained", json_boolean(unhealthy && n.reason.starts_with("SaFE")));
     json_array_append_new(items, j);
   }
+  if (kube_) {
+    std::string error;
+    for (const auto& n : kube_->nodes(error)) {
+      json_t* j = json_object();
+      json_set(j, "name", json_str(n.name));
+      json_set(j, "target", json_string("kubernetes"));
+      json_set(j, "state", json_string(n.ready ? "Ready" : "NotReady"));
+      json_set(j, "reason", json_str(n.marked_unhealthy ? "SaFE: node_fault" : ""));
+      json_set(j, "health", json_string(n.ready && !n.marked_unhealthy ? "healthy" : "unhealthy"));
+      json_set(j, "safeDrained", json_boolean(n.marked_unhealthy));
+      json_array_append_new(items, j);
+    }
+  }
   json_set(body.get(), "items", items);
   return json_response(200, body.get());
+}
+
+ApiResponse BridgeApi::kube_workload_action(const ApiRequest& req, const Principal& who, const std::string& name,
+                                            const std::string& action) {
+  auto w = kube_->get(name);
+  if (!w || !(who.admin || w->uid == who.user.uid))
+    return error_response(404, "no workload 'kube-" + name.substr(0, 64) + "' visible to you; list yours with GET /api/v1/workloads");
+  if (action == "get") {
+    Json view = json_take(kube_workload_json(*w));
+    return json_response(200, view.get());
+  }
+  if (action == "events") {
+    Json body = json_take(json_object());
+    json_set(body.get(), "id", json_str("kube-" + name));
+    json_t* items = json_array();
+    for (const auto& e : w->events) json_array_append_new(items, event(e.type.c_str(), e.time, e.attempt, e.message));
+    json_set(body.get(), "items", items);
+    return json_response(200, body.get());
+  }
+  if (action == "stop" || action == "delete") {
+    std::string error;
+    if (!kube_->stop(name, action == "delete", error)) return error_response(502, "safe: " + error);
+    Json body = json_take(json_object());
+    json_set(body.get(), "id", json_str("kube-" + name));
+    json_set(body.get(), "phase", json_string(action == "delete" ? "Deleted" : "Stopped"));
+    return json_response(action == "delete" ? 200 : 202, body.get());
+  }
+  int attempt = 0;
+  for (const auto& [k, v] : req.query) {
+    auto n = k == "attempt" ? query_int(v, 1, 1000) : std::nullopt;
+    if (!n) return field_errors(422, "invalid query", {{"query." + k.substr(0, 80), "expected attempt=1..1000"}});
+    attempt = static_cast<int>(*n);
+  }
+  std::string error;
+  auto text = kube_->logs(name, attempt, error);
+  if (!text) return error_response(404, "safe: no logs: " + error);
+  ApiResponse r{200, std::move(*text), "text/plain; charset=utf-8", {}, ""};
+  return r;
 }
 
 }  // namespace safe::bridge

@@ -15,6 +15,7 @@
 #include "common/config.hpp"
 #include "kube-bridge/authenticator.hpp"
 #include "kube-bridge/bridge_metrics.hpp"
+#include "kube-bridge/kube_target.hpp"
 #include "kube-bridge/slurm_client.hpp"
 
 namespace safe::bridge {
@@ -48,6 +49,8 @@ class BridgeApi {
       : settings_(std::move(settings)), auth_(auth), users_(users), slurm_(slurm), metrics_(metrics) {}
 
   ApiResponse handle(const ApiRequest& request);
+  // Enables "target": "kubernetes" (kube_bridge.kubernetes configured and reachable).
+  void set_kube_target(KubeTarget* kube) { kube_ = kube; }
 
  private:
   ApiResponse route(const ApiRequest& request, const Principal& who, const std::vector<std::string>& parts);
@@ -57,6 +60,8 @@ class BridgeApi {
                               const std::string& action);
   ApiResponse list_workspaces(const Principal& who, const std::string& only);
   ApiResponse list_nodes();
+  ApiResponse kube_workload_action(const ApiRequest& request, const Principal& who, const std::string& name,
+                                   const std::string& action);
 
   // The bridge's workloads in one job snapshot, each rendered once: list requests then only
   // filter and concatenate, whatever their rate (the snapshot changes at most once a second).
@@ -80,6 +85,7 @@ class BridgeApi {
   UserDirectory& users_;
   SlurmClient& slurm_;
   BridgeMetrics& metrics_;
+  KubeTarget* kube_ = nullptr;
   std::mutex deleted_mutex_;
   std::set<std::uint32_t> deleted_;  // DELETEd jobs stay in Slurm for MinJobAge; hide them
 };

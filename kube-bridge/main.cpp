@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -14,6 +16,7 @@
 #include "common/config.hpp"
 #include "kube-bridge/bridge_api.hpp"
 #include "kube-bridge/http_server.hpp"
+#include "kube-bridge/kube_client_curl.hpp"
 #include "kube-bridge/openapi_document.hpp"
 #include "kube-bridge/slurm_client_libslurm.hpp"
 
@@ -104,6 +107,24 @@ int main(int argc, char** argv) {
   safe::bridge::Authenticator auth(auth_settings, &munge, &users);
   safe::bridge::BridgeMetrics metrics;
   safe::bridge::BridgeApi api(settings, auth, users, slurm, metrics);
+  // The Kubernetes target, when configured: a kubeconfig file, or the pod's service account.
+  std::unique_ptr<safe::bridge::CurlKubeClient> kube_client;
+  std::unique_ptr<safe::bridge::KubeTarget> kube;
+  const safe::KubernetesConfig& kc = kb.kubernetes;
+  if (!kc.kubeconfig.empty() || std::getenv("KUBERNETES_SERVICE_HOST")) {
+    auto connection = kc.kubeconfig.empty() ? safe::bridge::in_cluster_connection()
+                                            : safe::bridge::load_kubeconfig(kc.kubeconfig, "/run/safe-kube-bridge");
+    if (!connection.connection) {
+      std::fprintf(stderr, "safe-kube-bridge: %s\n", connection.error.c_str());
+      return 1;
+    }
+    kube_client = std::make_unique<safe::bridge::CurlKubeClient>(*connection.connection);
+    kube = std::make_unique<safe::bridge::KubeTarget>(kc, *kube_client);
+    kube->start();
+    api.set_kube_target(kube.get());
+    std::fprintf(stderr, "safe-kube-bridge: Kubernetes target on %s, namespace %s\n", connection.connection->server.c_str(),
+                 kc.namespace_.c_str());
+  }
   safe::bridge::HttpServer server(http, api);
   std::string error;
   if (!server.bind(error)) {

@@ -71,8 +71,9 @@ TEST(KubeManifests, HostPathVolumeAndHeadlessService) {
   EXPECT_NE(svc.find(R"("selector":{"safe-for-slurm.io/workload":"train","safe-for-slurm.io/attempt":"2"})"), std::string::npos) << svc;
 }
 
-// Writes the manifests for the schema check (tests/kube/validate_manifests.mjs), when asked to.
-TEST(KubeManifests, WritesSamplesForSchemaValidation) {
+// Writes the manifests for the schema check (tests/kube/manifest_schemas.sh runs it; disabled in
+// the plain unit run).
+TEST(KubeManifests, DISABLED_WritesSamplesForSchemaValidation) {
   const char* dir = std::getenv("SAFE_MANIFEST_OUT");
   if (!dir) GTEST_SKIP() << "SAFE_MANIFEST_OUT not set (set by the kube.manifest_schemas test)";
   KubeWorkloadContext host = context();
