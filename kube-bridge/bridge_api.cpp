@@ -401,7 +401,12 @@ ApiResponse BridgeApi::workload_action(const ApiRequest& req, const Principal& w
   if (action == "events") {
     Json body = json_take(json_object());
     json_set(body.get(), "id", json_str(id));
-    json_set(body.get(), "items", slurm_events(*job));
+    json_t* items = slurm_events(*job);
+    bool from_safed = false;
+    if (history_)
+      if (auto doc = history_->job_history(job->id)) from_safed = append_controller_events(*doc, items);
+    json_set(body.get(), "items", items);
+    json_set(body.get(), "sources", json_string(from_safed ? "slurm,safed" : "slurm"));
     return json_response(200, body.get());
   }
   if (action == "stop" || action == "delete") {

@@ -15,6 +15,7 @@
 #include "common/config.hpp"
 #include "kube-bridge/authenticator.hpp"
 #include "kube-bridge/bridge_metrics.hpp"
+#include "kube-bridge/controller_history.hpp"
 #include "kube-bridge/kube_target.hpp"
 #include "kube-bridge/slurm_client.hpp"
 
@@ -51,6 +52,8 @@ class BridgeApi {
   ApiResponse handle(const ApiRequest& request);
   // Enables "target": "kubernetes" (kube_bridge.kubernetes configured and reachable).
   void set_kube_target(KubeTarget* kube) { kube_ = kube; }
+  // safed's history for /events (attempts with classifications, failovers), when deployed.
+  void set_controller_history(ControllerHistory* history) { history_ = history; }
 
  private:
   ApiResponse route(const ApiRequest& request, const Principal& who, const std::vector<std::string>& parts);
@@ -86,6 +89,7 @@ class BridgeApi {
   SlurmClient& slurm_;
   BridgeMetrics& metrics_;
   KubeTarget* kube_ = nullptr;
+  ControllerHistory* history_ = nullptr;
   std::mutex deleted_mutex_;
   std::set<std::uint32_t> deleted_;  // DELETEd jobs stay in Slurm for MinJobAge; hide them
 };

@@ -15,6 +15,7 @@
 
 #include "common/config.hpp"
 #include "kube-bridge/bridge_api.hpp"
+#include "kube-bridge/controller_history.hpp"
 #include "kube-bridge/http_server.hpp"
 #include "kube-bridge/kube_client_curl.hpp"
 #include "kube-bridge/openapi_document.hpp"
@@ -125,6 +126,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "safe-kube-bridge: Kubernetes target on %s, namespace %s\n", connection.connection->server.c_str(),
                  kc.namespace_.c_str());
   }
+  // safed, when deployed: $SAFE_CONTROLLER_URL, else kube_bridge.controller_url.
+  const char* controller_env = std::getenv("SAFE_CONTROLLER_URL");
+  std::string controller_url = controller_env && *controller_env ? controller_env : kb.controller_url;
+  while (!controller_url.empty() && controller_url.back() == '/') controller_url.pop_back();
+  safe::bridge::CurlControllerHistory history(controller_url);
+  if (!controller_url.empty()) api.set_controller_history(&history);
   safe::bridge::HttpServer server(http, api);
   std::string error;
   if (!server.bind(error)) {
@@ -144,5 +151,11 @@ int main(int argc, char** argv) {
   server.run();
   pthread_kill(stopper.native_handle(), SIGTERM);
   stopper.join();
+  if (kube) {
+    // The watch threads may sit in libcurl for up to a minute (the watch's timeoutSeconds) and
+    // use the target: end the process here instead of destroying what they use.
+    std::fflush(stderr);
+    std::_Exit(0);
+  }
   return 0;
 }

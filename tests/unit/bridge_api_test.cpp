@@ -282,6 +282,36 @@ TEST_F(BridgeApiTest, EventsWorkspacesNodes) {
       << nodes.body;
 }
 
+class FakeHistory : public ControllerHistory {
+ public:
+  std::optional<std::string> document;
+  std::optional<std::string> job_history(std::uint32_t) override { return document; }
+};
+
+TEST_F(BridgeApiTest, EventsIncludeSafedHistoryWhenItAnswers) {
+  std::string id = created_id(call("POST", "/api/v1/workloads", "alice", kSpec));
+  FakeHistory history;
+  api->set_controller_history(&history);
+  auto slurm_only = call("GET", "/api/v1/workloads/" + id + "/events", "alice");
+  EXPECT_NE(slurm_only.body.find(R"("sources":"slurm")"), std::string::npos) << slurm_only.body;
+  history.document = R"({"job_id":100,"attempts":[{"attempt":1,"nodes":"n2","start_time":1800000000,"end_time":1800000100,
+    "end_state":"NODE_FAIL","class":"node_fault","rule":"node_down","evidence":"n2 DOWN"}],
+    "failovers":[{"attempt":1,"class":"node_fault","evidence":"n2 DOWN","bad_nodes":"n2","phase":"running_again",
+    "fault_time":1800000100,"mttr_s":4}],"actions":[]})";
+  auto both = call("GET", "/api/v1/workloads/" + id + "/events", "alice");
+  EXPECT_NE(both.body.find(R"("sources":"slurm,safed")"), std::string::npos) << both.body;
+  EXPECT_NE(both.body.find("NODE_FAIL on n2; classified node_fault (node_down): n2 DOWN"), std::string::npos) << both.body;
+  EXPECT_NE(both.body.find("node_fault on n2: running_again, running again after 4 s (n2 DOWN)"), std::string::npos) << both.body;
+  history.document = "not safed";
+  EXPECT_NE(call("GET", "/api/v1/workloads/" + id + "/events", "alice").body.find(R"("sources":"slurm")"), std::string::npos);
+}
+
+TEST(BridgeConfig, ControllerUrl) {
+  EXPECT_TRUE(parse_config("kube_bridge:\n  controller_url: http://127.0.0.1:9810\n", "t").ok());
+  EXPECT_TRUE(parse_config("kube_bridge:\n  controller_url: \"\"\n", "t").ok());
+  EXPECT_FALSE(parse_config("kube_bridge:\n  controller_url: ftp://x\n", "t").ok());
+}
+
 TEST(OpenApi, DocumentsEveryRouteAndIsValidJson) {
   std::ifstream in(SAFE_SOURCE_DIR "/docs/openapi.json");
   std::stringstream text;
