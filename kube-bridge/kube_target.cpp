@@ -36,42 +36,6 @@ std::string status_message(const KubeResponse& r) {
 
 }  // namespace
 
-bool mark_node_unhealthy(KubeClient& client, const std::string& node, const std::string& reason, bool clear,
-                         std::string& error) {
-  std::string path = "/api/v1/nodes/" + url_escape(node);
-  KubeResponse got = client.request("GET", path);
-  if (got.status != 200) return error = "cannot read node " + node + ": " + status_message(got), false;
-  Json n = parse(got.body);
-  // A merge patch replaces the taints list whole: keep the others, add or drop SaFE's.
-  json_t* taints = json_array();
-  json_t* old = json_object_get(json_object_get(n.get(), "spec"), "taints");
-  for (std::size_t i = 0; i < json_array_size(old); ++i) {
-    json_t* t = json_array_get(old, i);
-    if (jstr(t, {"key"}) != kUnhealthyKey) json_array_append(taints, t);
-  }
-  json_t* labels = json_object();
-  if (clear) {
-    json_set(labels, std::string(kUnhealthyKey).c_str(), json_null());
-  } else {
-    json_t* taint = json_object();
-    json_set(taint, "key", json_str(kUnhealthyKey));
-    json_set(taint, "value", json_str(reason));
-    json_set(taint, "effect", json_string("NoSchedule"));
-    json_array_append_new(taints, taint);
-    json_set(labels, std::string(kUnhealthyKey).c_str(), json_str(reason));
-  }
-  Json patch = json_take(json_object());
-  json_t* meta = json_object();
-  json_set(meta, "labels", labels);
-  json_set(patch.get(), "metadata", meta);
-  json_t* spec = json_object();
-  json_set(spec, "taints", taints);
-  json_set(patch.get(), "spec", spec);
-  KubeResponse r = client.request("PATCH", path, json_text(patch.get()), "application/merge-patch+json");
-  if (r.status != 200) return error = "cannot mark node " + node + ": " + status_message(r), false;
-  return true;
-}
-
 KubeTarget::~KubeTarget() { stopping_ = true; }
 
 bool KubeTarget::submit_attempt(KubeWorkload& w, std::string& error) {

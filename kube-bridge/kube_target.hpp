@@ -18,6 +18,7 @@
 #include "common/admission.hpp"
 #include "common/config.hpp"
 #include "kube-bridge/kube_client.hpp"
+#include "kube-bridge/kube_node_mark.hpp"
 #include "kube-bridge/workload_spec.hpp"
 
 namespace safe::bridge {
@@ -42,11 +43,6 @@ struct KubeWorkload {
   std::vector<KubeEvent> events;
   bool deleted = false;
 };
-
-// Labels and taints SaFE's unhealthy mark on `node` (or clears it): the call the bridge makes on
-// failover and the health agent (safe-healthcheck --kube) makes for its own node.
-bool mark_node_unhealthy(KubeClient& client, const std::string& node, const std::string& reason, bool clear,
-                         std::string& error);
 
 class KubeTarget {
  public:

@@ -146,4 +146,18 @@ expect 201 POST /api/v1/workloads '{"name":"k5","target":"kubernetes","image":"i
 expect 202 POST /api/v1/workloads/kube-k5/stop >/dev/null
 assert_eq Stopped "$(phase kube-k5)" "stopped"
 assert_eq "" "$(objects Job | jq -r '.[] | select(.metadata.name == "k5-a1") | .metadata.name')" "stopped Job deleted"
+
+# The health agent's call: safe-kube-node marks and clears a node; SaFE's Jobs avoid marked nodes.
+for n in k1 k2 k3; do "$bin/safe-kube-node" clear "$n" --kubeconfig "$work/kubeconfig" >/dev/null; done
+assert_eq "[]" "$(objects Node | jq -c '[.[] | select(.metadata.labels["safe-for-slurm.io/unhealthy"])]')" "marks after clear"
+"$bin/safe-kube-node" mark k3 --reason gpu_fault --kubeconfig "$work/kubeconfig" >/dev/null
+node=$(objects Node | jq -c '.[] | select(.metadata.name == "k3")')
+assert_contains "$node" '"safe-for-slurm.io/unhealthy":"gpu_fault"'
+assert_contains "$node" '{"key":"safe-for-slurm.io/unhealthy","value":"gpu_fault","effect":"NoSchedule"}'
+expect 201 POST /api/v1/workloads '{"name":"k6","target":"kubernetes","image":"i","script":"x","nodes":2}' >/dev/null
+for i in 0 1; do
+    [[ $(node_of "$(pod_of k6-a1 $i)") != k3 ]] || fail "a pod of k6 landed on k3, which SaFE marked unhealthy"
+done
+assert_contains "$(expect 200 GET /api/v1/nodes | jq -c '.items[] | select(.name == "k3")')" '"health":"unhealthy","safeDrained":true'
+expect_failure "safe-kube-node: cannot read node nope: HTTP 404" "$bin/safe-kube-node" mark nope --kubeconfig "$work/kubeconfig"
 echo "bridge_kube: ok"
