@@ -117,6 +117,8 @@ struct KubeBridgeConfig {
   bool munge_auth = true;
   std::vector<std::string> admins = {"root"};
   int max_body_bytes = 1048576;
+  std::string slurm_work_dir = "/tmp";  // Slurm workloads' working directory and output files
+  std::string controller_url;           // safed's API for workload history; "" = none
   KubernetesConfig kubernetes;
 };
 

@@ -468,6 +468,9 @@ void read_kube_bridge(MapScope& s, KubeBridgeConfig& k) {
   s.boolean("munge_auth", k.munge_auth);
   s.string_list("admins", k.admins, kPrincipalName);
   s.integer("max_body_bytes", k.max_body_bytes, 1024, 64 << 20);
+  s.string("slurm_work_dir", k.slurm_work_dir, kAbsolutePath);
+  s.string("controller_url", k.controller_url,
+           regex_rule("(https?://[A-Za-z0-9.:\\[\\]_-]+(/[^ ]*)?)?", "expects http://HOST:PORT of safed, or \"\" for none"));
   s.section("kubernetes", k.kubernetes, read_kubernetes);
   if (k.tls_cert.empty() != k.tls_key.empty())
     s.context().error(s.mark_of(k.tls_cert.empty() ? "tls_key" : "tls_cert"),

@@ -1,5 +1,6 @@
 // libFuzzer target for every parser that reads user or admin input: --safe-* option values, a
-// job's SPANK environment, Slurm TRES/gres strings, the AdminComment record and safe.yaml.
+// job's SPANK environment, Slurm TRES/gres strings, the AdminComment record, safe.yaml, and the
+// REST bridge's workload spec (JSON) and JWTs.
 // Besides "no crash, no sanitizer report" it checks round-trip properties that must hold.
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +13,8 @@
 #include "common/gpu_request.hpp"
 #include "common/job_metadata.hpp"
 #include "common/safe_options.hpp"
+#include "kube-bridge/authenticator.hpp"
+#include "kube-bridge/workload_spec.hpp"
 
 namespace {
 
@@ -71,17 +74,31 @@ void fuzz_config(std::string_view input) {
   for (const auto& e : r.errors) require(!e.message.empty());
 }
 
+void fuzz_workload_spec(std::string_view input) {
+  safe::bridge::SpecParse p = safe::bridge::parse_workload_spec(input);
+  require(p.spec.has_value() == p.errors.empty());
+  if (p.spec) require(!p.spec->name.empty() && p.spec->nodes >= 1);
+}
+
+void fuzz_jwt(std::string_view input) {
+  // Without the key nothing may verify, whatever the token claims.
+  auto check = safe::bridge::verify_slurm_jwt(input, "0123456789abcdef0123456789abcdef", 1800000000);
+  require(!check.user.has_value() && !check.error.empty());
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 5) {
+  switch (data[0] % 7) {
     case 0: fuzz_option(input); break;
     case 1: fuzz_spank_env(input); break;
     case 2: fuzz_tres(input); break;
     case 3: fuzz_metadata(input); break;
     case 4: fuzz_config(input); break;
+    case 5: fuzz_workload_spec(input); break;
+    case 6: fuzz_jwt(input); break;
   }
   return 0;
 }

@@ -1,0 +1,110 @@
+#include "kube-bridge/authenticator.hpp"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <algorithm>
+
+#include "kube-bridge/json_value.hpp"
+
+namespace safe::bridge {
+namespace {
+
+std::optional<std::string> base64url_decode(std::string_view in) {
+  std::string out;
+  out.reserve(in.size() * 3 / 4);
+  unsigned buffer = 0;
+  int bits = 0;
+  for (char c : in) {
+    int v;
+    if (c >= 'A' && c <= 'Z') v = c - 'A';
+    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9') v = c - '0' + 52;
+    else if (c == '-') v = 62;
+    else if (c == '_') v = 63;
+    else return std::nullopt;  // padding is not used in JWTs
+    buffer = (buffer << 6) | static_cast<unsigned>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((buffer >> bits) & 0xff));
+    }
+  }
+  if (bits >= 6) return std::nullopt;
+  return out;
+}
+
+constexpr const char* kGetToken = "; get one with: scontrol token lifespan=3600";
+
+}  // namespace
+
+JwtCheck verify_slurm_jwt(std::string_view token, std::string_view key, std::time_t now) {
+  JwtCheck out;
+  if (token.size() > 8192) return {std::nullopt, "token too long"};
+  auto dot1 = token.find('.');
+  auto dot2 = dot1 == token.npos ? token.npos : token.find('.', dot1 + 1);
+  if (dot2 == token.npos || token.find('.', dot2 + 1) != token.npos)
+    return {std::nullopt, std::string("not a JWT (expected three dot-separated parts)") + kGetToken};
+  auto header = base64url_decode(token.substr(0, dot1));
+  auto payload = base64url_decode(token.substr(dot1 + 1, dot2 - dot1 - 1));
+  auto signature = base64url_decode(token.substr(dot2 + 1));
+  if (!header || !payload || !signature) return {std::nullopt, std::string("not a JWT (bad base64url)") + kGetToken};
+
+  Json h = json_take(json_loadb(header->data(), header->size(), JSON_REJECT_DUPLICATES, nullptr));
+  // Only HS256: accepting the token's own choice of algorithm ("none") would skip verification.
+  if (!h || json_string_or(h.get(), "alg") != "HS256")
+    return {std::nullopt, "unsupported JWT: only HS256 tokens from Slurm's auth/jwt are accepted"};
+
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned mac_len = 0;
+  std::string_view signed_part = token.substr(0, dot2);
+  if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(signed_part.data()),
+            signed_part.size(), mac, &mac_len) ||
+      mac_len != signature->size() || CRYPTO_memcmp(mac, signature->data(), mac_len) != 0)
+    return {std::nullopt, std::string("JWT signature does not verify with this cluster's key") + kGetToken};
+
+  Json claims = json_take(json_loadb(payload->data(), payload->size(), JSON_REJECT_DUPLICATES, nullptr));
+  if (!claims || !json_is_object(claims.get())) return {std::nullopt, "JWT claims are not a JSON object"};
+  const json_t* exp = json_object_get(claims.get(), "exp");
+  if (!json_is_integer(exp)) return {std::nullopt, std::string("JWT has no exp claim") + kGetToken};
+  if (json_integer_value(exp) <= now) return {std::nullopt, std::string("JWT expired") + kGetToken};
+  std::string user = json_string_or(claims.get(), "sun");
+  if (user.empty()) return {std::nullopt, "JWT has no sun (user name) claim; tokens from scontrol token carry one"};
+  out.user = user;
+  return out;
+}
+
+AuthResult Authenticator::for_user(std::optional<UserRecord> user, const std::string& method, const std::string& who) const {
+  if (!user) return {std::nullopt, "the credential names user " + who + ", who is unknown on this host"};
+  Principal p{*user, std::find(settings_.admins.begin(), settings_.admins.end(), user->name) != settings_.admins.end(), method};
+  return {p, ""};
+}
+
+AuthResult Authenticator::authenticate(std::string_view authorization) const {
+  const std::string how = "send 'Authorization: Bearer <token from scontrol token>' or 'Authorization: Munge <munge -n>'";
+  if (authorization.empty()) return {std::nullopt, "authentication required; " + how};
+  auto space = authorization.find(' ');
+  std::string scheme(authorization.substr(0, space));
+  std::string_view value = space == authorization.npos ? "" : authorization.substr(space + 1);
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  std::transform(scheme.begin(), scheme.end(), scheme.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (scheme == "bearer") {
+    if (settings_.jwt_key.empty())
+      return {std::nullopt, "JWT authentication is not enabled on this bridge (kube_bridge.jwt_key_file); use munge"};
+    JwtCheck check = verify_slurm_jwt(value, settings_.jwt_key, clock_());
+    if (!check.user) return {std::nullopt, check.error};
+    return for_user(users_->by_name(*check.user), "jwt", "'" + check.user->substr(0, 64) + "'");
+  }
+  if (scheme == "munge") {
+    if (!settings_.munge || !munge_)
+      return {std::nullopt, "munge authentication is not enabled on this bridge (kube_bridge.munge_auth); use a JWT"};
+    if (value.empty() || value.size() > 8192) return {std::nullopt, "empty or oversized munge credential; " + how};
+    auto decoded = munge_->decode(std::string(value));
+    if (!decoded.uid) return {std::nullopt, "munge credential rejected: " + decoded.error + "; make a fresh one with munge -n"};
+    return for_user(users_->by_uid(*decoded.uid), "munge", "uid " + std::to_string(*decoded.uid));
+  }
+  return {std::nullopt, "unsupported authorization scheme; " + how};
+}
+
+}  // namespace safe::bridge

@@ -1,0 +1,76 @@
+// Who is asking: the two credentials Slurm itself accepts.
+//   Authorization: Bearer <JWT>    HS256 with the cluster's auth/jwt key, as `scontrol token`
+//                                  makes them (claims exp, iat, sun)
+//   Authorization: Munge <cred>    a munge credential (`munge -n`), decoded by munged
+// The result names a user of the system; admins (kube_bridge.admins) see every workload.
+#pragma once
+
+#include <sys/types.h>
+
+#include <ctime>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kube-bridge/user_directory.hpp"
+
+namespace safe::bridge {
+
+struct Principal {
+  UserRecord user;
+  bool admin = false;
+  std::string method;  // "jwt" or "munge"
+};
+
+struct AuthResult {
+  std::optional<Principal> principal;
+  std::string error;  // for the 401 body: what was wrong and how to get a credential
+};
+
+// The verified claims of a JWT, or why it is not acceptable.
+struct JwtCheck {
+  std::optional<std::string> user;  // the `sun` claim
+  std::string error;
+};
+JwtCheck verify_slurm_jwt(std::string_view token, std::string_view key, std::time_t now);
+
+// Decodes a munge credential into the uid that made it. A seam over libmunge.
+class MungeDecoder {
+ public:
+  virtual ~MungeDecoder() = default;
+  struct Result {
+    std::optional<uid_t> uid;
+    std::string error;
+  };
+  virtual Result decode(const std::string& credential) = 0;
+};
+
+class LibMungeDecoder : public MungeDecoder {
+ public:
+  Result decode(const std::string& credential) override;
+};
+
+struct AuthSettings {
+  std::string jwt_key;  // raw key bytes; empty: JWT off
+  bool munge = true;
+  std::vector<std::string> admins;
+};
+
+class Authenticator {
+ public:
+  Authenticator(AuthSettings settings, MungeDecoder* munge, UserDirectory* users,
+                std::function<std::time_t()> clock = [] { return std::time(nullptr); })
+      : settings_(std::move(settings)), munge_(munge), users_(users), clock_(std::move(clock)) {}
+  AuthResult authenticate(std::string_view authorization) const;
+
+ private:
+  AuthResult for_user(std::optional<UserRecord> user, const std::string& method, const std::string& who) const;
+  AuthSettings settings_;
+  MungeDecoder* munge_;
+  UserDirectory* users_;
+  std::function<std::time_t()> clock_;
+};
+
+}  // namespace safe::bridge

@@ -1,0 +1,39 @@
+// safed's history of a Slurm job (GET /api/v1/jobs/ID on the controller: attempts with their
+// classification, failovers with MTTR), when a controller is deployed. The bridge never depends
+// on it: without an answer, within a short timeout, events come from Slurm alone.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "kube-bridge/json_value.hpp"
+
+namespace safe::bridge {
+
+class ControllerHistory {
+ public:
+  virtual ~ControllerHistory() = default;
+  // safed's JSON document for the job, or nullopt (no controller, not tracked, no answer).
+  virtual std::optional<std::string> job_history(std::uint32_t job_id) = 0;
+};
+
+// Over libcurl, 0.5 s at most per call; after a failure it stays quiet for 10 s so that a dead
+// controller costs the API nothing.
+class CurlControllerHistory : public ControllerHistory {
+ public:
+  explicit CurlControllerHistory(std::string base_url) : base_(std::move(base_url)) {}
+  std::optional<std::string> job_history(std::uint32_t job_id) override;
+
+ private:
+  std::string base_;
+  std::atomic<long long> quiet_until_ms_{0};
+};
+
+// Appends safed's attempts and failovers to `events` as bridge events (Attempt, Failover).
+// False when `document` is not safed's job document.
+bool append_controller_events(const std::string& document, json_t* events);
+
+}  // namespace safe::bridge

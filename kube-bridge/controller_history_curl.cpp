@@ -1,0 +1,45 @@
+#include <curl/curl.h>
+
+#include <chrono>
+#include <memory>
+
+#include "kube-bridge/controller_history.hpp"
+
+namespace safe::bridge {
+namespace {
+
+long long now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+size_t collect(char* data, size_t size, size_t n, void* out) {
+  auto* s = static_cast<std::string*>(out);
+  if (s->size() + size * n > (8u << 20)) return 0;
+  s->append(data, size * n);
+  return size * n;
+}
+
+}  // namespace
+
+std::optional<std::string> CurlControllerHistory::job_history(std::uint32_t job_id) {
+  if (base_.empty() || now_ms() < quiet_until_ms_) return std::nullopt;
+  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
+  if (!curl) return std::nullopt;
+  std::string url = base_ + "/api/v1/jobs/" + std::to_string(job_id), body;
+  curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl.get(), CURLOPT_CONNECTTIMEOUT_MS, 200L);
+  curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT_MS, 500L);
+  curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, collect);
+  curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &body);
+  long status = 0;
+  if (curl_easy_perform(curl.get()) != CURLE_OK) {
+    quiet_until_ms_ = now_ms() + 10000;
+    return std::nullopt;
+  }
+  curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &status);
+  if (status != 200) return std::nullopt;  // 404: safed does not track this job
+  return body;
+}
+
+}  // namespace safe::bridge

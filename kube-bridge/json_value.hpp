@@ -1,0 +1,37 @@
+// Owning handles and small readers for jansson values, so that no json_t* leaks on an early
+// return in the bridge's parsers and renderers.
+#pragma once
+
+#include <jansson.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace safe::bridge {
+
+struct JsonDecref {
+  void operator()(json_t* j) const { json_decref(j); }
+};
+using Json = std::unique_ptr<json_t, JsonDecref>;
+
+inline Json json_take(json_t* j) { return Json(j); }
+
+// Compact serialisation ("" if `j` cannot be serialised, which jansson only does for NaN).
+inline std::string json_text(const json_t* j) {
+  char* s = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII);
+  if (!s) return "";
+  std::string out(s);
+  free(s);
+  return out;
+}
+
+inline void json_set(json_t* object, const char* key, json_t* value) { json_object_set_new(object, key, value); }
+inline json_t* json_str(std::string_view s) { return json_stringn(s.data(), s.size()); }
+
+inline std::string json_string_or(const json_t* object, const char* key, std::string fallback = "") {
+  const json_t* v = json_object_get(object, key);
+  return json_is_string(v) ? std::string(json_string_value(v), json_string_length(v)) : fallback;
+}
+
+}  // namespace safe::bridge

@@ -1,0 +1,131 @@
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+#include "common/yaml_document.hpp"
+#include "kube-bridge/kube_client.hpp"
+
+namespace safe::bridge {
+namespace {
+
+using safe::yaml::Node;
+
+const Node* child(const Node* n, std::string_view key) {
+  if (!n || n->kind != Node::Kind::mapping) return nullptr;
+  for (const auto& e : n->entries)
+    if (e.key.value == key) return &e.value;
+  return nullptr;
+}
+
+std::string scalar(const Node* n, std::string_view key) {
+  const Node* v = child(n, key);
+  return v && v->kind == Node::Kind::scalar ? v->value : "";
+}
+
+// The entry of a named list (clusters, users, contexts) whose name is `name`.
+const Node* named(const Node* root, std::string_view list, std::string_view item, const std::string& name) {
+  const Node* l = child(root, list);
+  if (!l || l->kind != Node::Kind::sequence) return nullptr;
+  for (const auto& i : l->items)
+    if (scalar(&i, "name") == name) return child(&i, item);
+  return nullptr;
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::optional<std::string> base64_decode(std::string_view in) {
+  std::string out;
+  unsigned buf = 0;
+  int bits = 0;
+  for (char c : in) {
+    int v;
+    if (c >= 'A' && c <= 'Z') v = c - 'A';
+    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9') v = c - '0' + 52;
+    else if (c == '+') v = 62;
+    else if (c == '/') v = 63;
+    else if (c == '=' || c == '\n' || c == '\r') continue;
+    else return std::nullopt;
+    buf = (buf << 6) | static_cast<unsigned>(v);
+    bits += 6;
+    if (bits >= 8) out.push_back(static_cast<char>((buf >> (bits -= 8)) & 0xff));
+  }
+  return out;
+}
+
+// `*-data` (base64 PEM) becomes a file: libcurl takes certificates by path.
+bool materialise(const Node* n, const std::string& file_key, const std::string& data_key, const std::string& scratch,
+                 std::string& out, std::string& error) {
+  out = scalar(n, file_key);
+  std::string data = scalar(n, data_key);
+  if (data.empty()) return true;
+  auto pem = base64_decode(data);
+  if (!pem) return error = data_key + " is not base64", false;
+  mkdir(scratch.c_str(), 0700);
+  out = scratch + "/" + data_key + ".pem";
+  std::ofstream f(out, std::ios::binary | std::ios::trunc);
+  f << *pem;
+  chmod(out.c_str(), 0600);
+  if (!f) return error = "cannot write " + out, false;
+  return true;
+}
+
+}  // namespace
+
+KubeConnectionResult load_kubeconfig(const std::string& path, const std::string& scratch_dir) {
+  auto text = read_file(path);
+  if (!text) return {std::nullopt, "cannot read kubeconfig " + path + "; fix kube_bridge.kubernetes.kubeconfig"};
+  auto parsed = safe::yaml::parse(*text);
+  if (!parsed.root) {
+    std::string why = parsed.errors.empty() ? "" : parsed.errors[0].message;
+    return {std::nullopt, "kubeconfig " + path + " is not valid YAML: " + why};
+  }
+  const Node* root = &*parsed.root;
+  std::string context = scalar(root, "current-context");
+  const Node* ctx = named(root, "contexts", "context", context);
+  if (!ctx) return {std::nullopt, "kubeconfig " + path + ": no context '" + context + "' (current-context)"};
+  const Node* cluster = named(root, "clusters", "cluster", scalar(ctx, "cluster"));
+  const Node* user = named(root, "users", "user", scalar(ctx, "user"));
+  if (!cluster) return {std::nullopt, "kubeconfig " + path + ": context '" + context + "' names no known cluster"};
+  KubeConnection c;
+  c.server = scalar(cluster, "server");
+  if (c.server.empty()) return {std::nullopt, "kubeconfig " + path + ": the cluster has no server"};
+  c.insecure = scalar(cluster, "insecure-skip-tls-verify") == "true";
+  std::string error;
+  if (!materialise(cluster, "certificate-authority", "certificate-authority-data", scratch_dir, c.ca_file, error) ||
+      !materialise(user, "client-certificate", "client-certificate-data", scratch_dir, c.client_cert, error) ||
+      !materialise(user, "client-key", "client-key-data", scratch_dir, c.client_key, error))
+    return {std::nullopt, "kubeconfig " + path + ": " + error};
+  c.token = scalar(user, "token");
+  if (c.token.empty() && !scalar(user, "tokenFile").empty()) {
+    auto t = read_file(scalar(user, "tokenFile"));
+    if (!t) return {std::nullopt, "kubeconfig " + path + ": cannot read tokenFile"};
+    c.token = *t;
+  }
+  while (!c.token.empty() && (c.token.back() == '\n' || c.token.back() == '\r')) c.token.pop_back();
+  return {c, ""};
+}
+
+KubeConnectionResult in_cluster_connection() {
+  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
+  if (!host || !port)
+    return {std::nullopt, "not running in a Kubernetes pod (no KUBERNETES_SERVICE_HOST); set kube_bridge.kubernetes.kubeconfig"};
+  const std::string dir = "/var/run/secrets/kubernetes.io/serviceaccount";
+  auto token = read_file(dir + "/token");
+  if (!token) return {std::nullopt, "cannot read the service account token in " + dir};
+  KubeConnection c;
+  std::string h = host;
+  c.server = "https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + port;
+  c.token = *token;
+  c.ca_file = dir + "/ca.crt";
+  return {c, ""};
+}
+
+}  // namespace safe::bridge

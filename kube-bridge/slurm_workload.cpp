@@ -1,0 +1,127 @@
+#include "kube-bridge/slurm_workload.hpp"
+
+#include <charconv>
+
+#include "kube-bridge/json_value.hpp"
+
+namespace safe::bridge {
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+std::vector<std::string> spank_env_for(const SafeOptions& options) {
+  std::vector<std::string> out;
+  for (const auto& spec : option_specs()) {
+    std::string value = options.value_text(spec.id);
+    if (!value.empty()) out.push_back(spank_env_name(spec.id) + "=" + value);
+  }
+  return out;
+}
+
+SlurmJobRequest slurm_job_request(const WorkloadSpec& spec, const UserRecord& user, const std::string& work_dir) {
+  SlurmJobRequest r;
+  r.name = spec.name;
+  if (!spec.script.empty()) {
+    r.script = spec.script.starts_with("#!") ? spec.script : "#!/bin/bash\n" + spec.script;
+  } else {
+    // One task per node, as the Kubernetes target runs one pod per node.
+    std::string line = spec.nodes > 1 ? "exec srun --kill-on-bad-exit=1" : "exec";
+    for (const auto& arg : spec.command) line += " " + shell_quote(arg);
+    r.script = "#!/bin/bash\n" + line + "\n";
+  }
+  r.uid = user.uid;
+  r.gid = user.gid;
+  r.work_dir = work_dir;
+  r.std_out = work_dir + "/safe-bridge-" + spec.name + "-%j.out";
+  r.nodes = spec.nodes;
+  r.gpus_per_node = spec.gpus_per_node;
+  r.cpus_per_task = spec.cpus_per_task;
+  r.memory_mb = spec.memory_mb;
+  r.time_limit_minutes = spec.time_limit_minutes;
+  // What a login shell would give the job, unless the spec says otherwise.
+  std::map<std::string, std::string> env = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+                                            {"USER", user.name},
+                                            {"LOGNAME", user.name},
+                                            {"HOME", work_dir},
+                                            {"SHELL", "/bin/bash"},
+                                            {"SAFE_WORKLOAD_NAME", spec.name}};
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  for (const auto& [k, v] : env) r.environment.push_back(k + "=" + v);
+  r.spank_env = spank_env_for(spec.options);
+  // sbatch also exports its SPANK job environment in the job's own environment, with a
+  // SLURM_SPANK_ prefix: that is where spank_safe.so finds the options inside the job.
+  for (const auto& entry : r.spank_env) r.environment.push_back("SLURM_SPANK_" + entry);
+  r.excluded_nodes = spec.excluded_nodes;
+  Json record = json_take(json_object());
+  json_t* labels = json_object();
+  for (const auto& [k, v] : spec.labels) json_set(labels, k.c_str(), json_str(v));
+  json_set(record.get(), "labels", labels);
+  r.comment = std::string(kBridgeCommentPrefix) + json_text(record.get());
+  return r;
+}
+
+bool is_final_state(const std::string& s) {
+  return s == "COMPLETED" || s == "CANCELLED" || s == "FAILED" || s == "TIMEOUT" || s == "NODE_FAIL" ||
+         s == "PREEMPTED" || s == "BOOT_FAIL" || s == "DEADLINE" || s == "OUT_OF_MEMORY";
+}
+
+std::string slurm_workload_id(std::uint32_t job_id) { return "slurm-" + std::to_string(job_id); }
+
+std::optional<std::uint32_t> parse_slurm_workload_id(std::string_view id) {
+  if (!id.starts_with("slurm-")) return std::nullopt;
+  id.remove_prefix(6);
+  if (id.empty() || id.size() > 10 || id[0] == '0') return std::nullopt;
+  std::uint32_t value = 0;
+  auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), value);
+  if (ec != std::errc() || end != id.data() + id.size()) return std::nullopt;
+  return value;
+}
+
+std::string workload_phase(const SlurmJob& job) {
+  const std::string& s = job.state;
+  if (s == "PENDING" || s == "REQUEUED") return "Pending";
+  if (s == "RUNNING" || s == "SUSPENDED") return "Running";
+  if (s == "COMPLETED") return "Succeeded";
+  if (s == "CANCELLED") return "Stopped";
+  return "Failed";
+}
+
+std::optional<BridgeRecord> parse_bridge_comment(std::string_view comment) {
+  if (!comment.starts_with(kBridgeCommentPrefix)) return std::nullopt;
+  comment.remove_prefix(kBridgeCommentPrefix.size());
+  BridgeRecord record;
+  Json j = json_take(json_loadb(comment.data(), comment.size(), 0, nullptr));
+  const char* key;
+  json_t* v;
+  json_object_foreach(json_object_get(j.get(), "labels"), key, v) {
+    if (json_is_string(v)) record.labels[key] = json_string_value(v);
+  }
+  return record;
+}
+
+std::string expand_output_path(const SlurmJob& job, const std::string& user_name) {
+  std::string out;
+  const std::string& p = job.std_out;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    if (p[i] != '%' || i + 1 == p.size()) {
+      out += p[i];
+      continue;
+    }
+    char c = p[++i];
+    if (c == 'j' || c == 'A') out += std::to_string(job.id);
+    else if (c == 'u') out += user_name;
+    else if (c == 'x') out += job.name;
+    else if (c == '%') out += '%';
+    else out += std::string("%") + c;
+  }
+  if (!out.empty() && out[0] != '/') out = job.work_dir + "/" + out;
+  return out;
+}
+
+}  // namespace safe::bridge

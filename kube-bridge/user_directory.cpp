@@ -1,0 +1,83 @@
+#include "kube-bridge/user_directory.hpp"
+
+#include <grp.h>
+#include <pwd.h>
+
+#include <chrono>
+#include <map>
+#include <mutex>
+
+namespace safe::bridge {
+namespace {
+
+std::optional<UserRecord> from_passwd(const passwd& pw) {
+  UserRecord user{pw.pw_name, pw.pw_uid, pw.pw_gid, {}};
+  int count = 64;
+  std::vector<gid_t> gids(count);
+  if (getgrouplist(pw.pw_name, pw.pw_gid, gids.data(), &count) < 0) {
+    gids.resize(count);
+    if (getgrouplist(pw.pw_name, pw.pw_gid, gids.data(), &count) < 0) count = 0;
+  }
+  gids.resize(count);
+  std::vector<char> buf(16384);
+  for (gid_t gid : gids) {
+    group gr;
+    group* g = nullptr;
+    if (getgrgid_r(gid, &gr, buf.data(), buf.size(), &g) == 0 && g) user.groups.emplace_back(g->gr_name);
+  }
+  return user;
+}
+
+// Every request authenticates; an NSS lookup (files, LDAP, sssd) per request would dominate.
+struct Cache {
+  std::mutex mutex;
+  std::map<std::string, std::pair<std::chrono::steady_clock::time_point, UserRecord>> by_name;
+  std::map<uid_t, std::pair<std::chrono::steady_clock::time_point, UserRecord>> by_uid;
+};
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+constexpr auto kTtl = std::chrono::seconds(60);
+
+void remember(const UserRecord& u) {
+  auto now = std::chrono::steady_clock::now();
+  std::lock_guard lock(cache().mutex);
+  if (cache().by_name.size() > 10000) cache().by_name.clear(), cache().by_uid.clear();
+  cache().by_name[u.name] = {now, u};
+  cache().by_uid[u.uid] = {now, u};
+}
+
+}  // namespace
+
+std::optional<UserRecord> SystemUserDirectory::by_name(const std::string& name) {
+  {
+    std::lock_guard lock(cache().mutex);
+    auto it = cache().by_name.find(name);
+    if (it != cache().by_name.end() && std::chrono::steady_clock::now() - it->second.first < kTtl) return it->second.second;
+  }
+  std::vector<char> buf(16384);
+  passwd pw;
+  passwd* found = nullptr;
+  if (getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found) return std::nullopt;
+  auto user = from_passwd(pw);
+  if (user) remember(*user);
+  return user;
+}
+
+std::optional<UserRecord> SystemUserDirectory::by_uid(uid_t uid) {
+  {
+    std::lock_guard lock(cache().mutex);
+    auto it = cache().by_uid.find(uid);
+    if (it != cache().by_uid.end() && std::chrono::steady_clock::now() - it->second.first < kTtl) return it->second.second;
+  }
+  std::vector<char> buf(16384);
+  passwd pw;
+  passwd* found = nullptr;
+  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) != 0 || !found) return std::nullopt;
+  auto user = from_passwd(pw);
+  if (user) remember(*user);
+  return user;
+}
+
+}  // namespace safe::bridge

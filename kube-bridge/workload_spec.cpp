@@ -1,0 +1,281 @@
+#include "kube-bridge/workload_spec.hpp"
+
+#include <cctype>
+#include <regex>
+
+#include "kube-bridge/json_value.hpp"
+
+namespace safe::bridge {
+namespace {
+
+constexpr const char* kFields[] = {"name",    "workspace",  "target",  "image",         "command",
+                                   "script",  "nodes",      "gpusPerNode", "cpusPerTask", "memory",
+                                   "timeLimit", "retries",  "checkpoint", "health",     "hangTimeout",
+                                   "env",     "excludedNodes", "labels"};
+constexpr const char* kCheckpointFields[] = {"dir", "signal", "graceSeconds"};
+
+bool matches(std::string_view s, const char* pattern) {
+  static thread_local std::map<const char*, std::regex> cache;
+  auto it = cache.find(pattern);
+  if (it == cache.end()) it = cache.emplace(pattern, std::regex(pattern, std::regex::extended)).first;
+  return std::regex_match(s.begin(), s.end(), it->second);
+}
+
+bool has_control_chars(std::string_view s, bool allow_newlines) {
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && !(allow_newlines && (c == '\n' || c == '\t' || c == '\r'))) || u == 0x7f) return true;
+  }
+  return false;
+}
+
+class SpecReader {
+ public:
+  explicit SpecReader(SpecParse& out) : out_(out) {}
+
+  void error(std::string path, std::string message) { out_.errors.push_back({std::move(path), std::move(message)}); }
+
+  std::optional<std::string> string(const json_t* v, const std::string& path, std::size_t max_len = 4096) {
+    if (!json_is_string(v)) return error(path, "expects a string"), std::nullopt;
+    std::string s(json_string_value(v), json_string_length(v));
+    if (s.size() > max_len) return error(path, "expects at most " + std::to_string(max_len) + " characters"), std::nullopt;
+    if (s.find('\0') != std::string::npos) return error(path, "must not contain NUL characters"), std::nullopt;
+    return s;
+  }
+
+  std::optional<long long> integer(const json_t* v, const std::string& path, long long lo, long long hi) {
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+      return error(path, "expects an integer " + std::to_string(lo) + ".." + std::to_string(hi)), std::nullopt;
+    return json_integer_value(v);
+  }
+
+  // A --safe-* option given as JSON: its text goes through the CLI's parser and messages.
+  void option(SafeOptions& options, SafeOption id, const json_t* v, const std::string& path, bool numeric) {
+    std::string text;
+    if (numeric) {
+      if (!json_is_integer(v)) return error(path, "expects an integer");
+      text = std::to_string(json_integer_value(v));
+    } else {
+      auto s = string(v, path, 1100);
+      if (!s) return;
+      text = *s;
+    }
+    if (auto problem = parse_option(options, id, text)) error(path, *problem);
+  }
+
+ private:
+  SpecParse& out_;
+};
+
+// "16G", "512M", "1T", "1024" (MiB), as sbatch --mem reads them.
+std::optional<long long> memory_mb(std::string_view text) {
+  if (text.empty() || text.size() > 12) return std::nullopt;
+  long long unit = 1;
+  char last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+  if (!std::isdigit(static_cast<unsigned char>(last))) {
+    if (last == 'K') unit = -1024;
+    else if (last == 'M') unit = 1;
+    else if (last == 'G') unit = 1024;
+    else if (last == 'T') unit = 1024 * 1024;
+    else return std::nullopt;
+    text.remove_suffix(1);
+  }
+  if (text.empty()) return std::nullopt;
+  long long n = 0;
+  for (char c : text) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  if (unit < 0) return (n + 1023) / 1024;
+  return n * unit;
+}
+
+void read_fields(SpecReader& r, const json_t* root, WorkloadSpec& spec, SpecParse& out) {
+  const char* key;
+  json_t* v;
+  json_object_foreach(const_cast<json_t*>(root), key, v) {
+    std::string_view k = key;
+    bool known = false;
+    for (const char* f : kFields) known = known || k == f;
+    if (!known) r.error(std::string(k.substr(0, 80)), "unknown field; see GET /openapi.json for the workload spec");
+  }
+
+  if (const json_t* name = json_object_get(root, "name")) {
+    if (auto s = r.string(name, "name", 63)) {
+      if (!matches(*s, "[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?"))
+        r.error("name", "expects 1-52 lower-case letters, digits or '-', starting and ending with a letter or digit");
+      else spec.name = *s;
+    }
+  } else {
+    r.error("name", "is required");
+  }
+  if (const json_t* t = json_object_get(root, "target")) {
+    if (auto s = r.string(t, "target", 32)) {
+      if (*s == "slurm") spec.target = WorkloadTarget::slurm;
+      else if (*s == "kubernetes") spec.target = WorkloadTarget::kubernetes;
+      else r.error("target", "expects slurm or kubernetes");
+    }
+  }
+  if (const json_t* w = json_object_get(root, "workspace")) r.option(spec.options, SafeOption::workspace, w, "workspace", false);
+  if (const json_t* img = json_object_get(root, "image")) {
+    if (auto s = r.string(img, "image", 512)) {
+      if (s->empty() || has_control_chars(*s, false) || s->find(' ') != std::string::npos)
+        r.error("image", "expects a container image reference such as docker.io/rocm/pytorch:latest");
+      else spec.image = *s;
+    }
+  }
+  if (spec.target == WorkloadTarget::kubernetes && spec.image.empty() && !json_object_get(root, "image"))
+    r.error("image", "is required for target kubernetes");
+
+  const json_t* command = json_object_get(root, "command");
+  const json_t* script = json_object_get(root, "script");
+  if (command && script) r.error("command", "give either command or script, not both");
+  if (!command && !script) r.error("command", "give command (an array of strings) or script (a string)");
+  if (command) {
+    if (!json_is_array(command) || json_array_size(command) == 0 || json_array_size(command) > kMaxListItems) {
+      r.error("command", "expects a non-empty array of strings, such as [\"python\", \"train.py\"]");
+    } else {
+      for (std::size_t i = 0; i < json_array_size(command); ++i) {
+        std::string path = "command[" + std::to_string(i) + "]";
+        if (auto s = r.string(json_array_get(command, i), path)) spec.command.push_back(*s);
+      }
+    }
+  }
+  if (script) {
+    if (auto s = r.string(script, "script", kMaxScriptBytes)) {
+      if (s->empty()) r.error("script", "expects a non-empty shell script");
+      else spec.script = *s;
+    }
+  }
+
+  if (const json_t* n = json_object_get(root, "nodes"))
+    if (auto v = r.integer(n, "nodes", 1, kMaxNodes)) spec.nodes = static_cast<int>(*v);
+  if (const json_t* n = json_object_get(root, "gpusPerNode"))
+    if (auto v = r.integer(n, "gpusPerNode", 0, kMaxGpusPerNode)) spec.gpus_per_node = static_cast<int>(*v);
+  if (const json_t* n = json_object_get(root, "cpusPerTask"))
+    if (auto v = r.integer(n, "cpusPerTask", 1, kMaxCpusPerTask)) spec.cpus_per_task = static_cast<int>(*v);
+  if (const json_t* m = json_object_get(root, "memory")) {
+    std::optional<long long> mb;
+    if (json_is_integer(m) && json_integer_value(m) > 0) mb = json_integer_value(m);
+    else if (json_is_string(m)) mb = memory_mb(json_string_value(m));
+    if (!mb || *mb <= 0 || *mb > (1LL << 40)) r.error("memory", "expects a size per node such as \"16G\", \"512M\" or an integer of MiB");
+    else spec.memory_mb = *mb;
+  }
+  if (const json_t* t = json_object_get(root, "timeLimit"))
+    if (auto v = r.integer(t, "timeLimit", 1, kMaxTimeLimitMinutes)) spec.time_limit_minutes = static_cast<int>(*v);
+  if (const json_t* v = json_object_get(root, "retries")) r.option(spec.options, SafeOption::retries, v, "retries", true);
+  if (const json_t* v = json_object_get(root, "health")) r.option(spec.options, SafeOption::health, v, "health", false);
+  if (const json_t* v = json_object_get(root, "hangTimeout"))
+    r.option(spec.options, SafeOption::hang_timeout, v, "hangTimeout", true);
+
+  if (const json_t* c = json_object_get(root, "checkpoint")) {
+    if (!json_is_object(c)) {
+      r.error("checkpoint", "expects an object {dir, signal, graceSeconds}");
+    } else {
+      json_object_foreach(const_cast<json_t*>(c), key, v) {
+        bool known = false;
+        for (const char* f : kCheckpointFields) known = known || std::string_view(key) == f;
+        if (!known) r.error("checkpoint." + std::string(std::string_view(key).substr(0, 80)), "unknown field; expected dir, signal or graceSeconds");
+      }
+      if (const json_t* d = json_object_get(c, "dir")) r.option(spec.options, SafeOption::ckpt_dir, d, "checkpoint.dir", false);
+      const json_t* sig = json_object_get(c, "signal");
+      const json_t* grace = json_object_get(c, "graceSeconds");
+      std::optional<std::string> signal_name = sig ? r.string(sig, "checkpoint.signal", 32) : std::string("USR1");
+      std::optional<long long> grace_s;
+      if (grace) grace_s = r.integer(grace, "checkpoint.graceSeconds", 0, kMaxSignalLeadSeconds);
+      if (signal_name && (sig || grace_s)) {
+        if (signal_name->find('@') != std::string::npos) {
+          r.error("checkpoint.signal", "expects a signal name such as USR1; give the lead time as checkpoint.graceSeconds");
+        } else {
+          std::string text = *signal_name + (grace_s ? "@" + std::to_string(*grace_s) : "");
+          if (auto problem = parse_option(spec.options, SafeOption::ckpt_signal, text))
+            r.error(sig ? "checkpoint.signal" : "checkpoint.graceSeconds", *problem);
+        }
+      }
+      if (grace_s) spec.checkpoint_grace_seconds = static_cast<int>(*grace_s);
+    }
+  }
+
+  if (const json_t* e = json_object_get(root, "env")) {
+    if (!json_is_object(e) || json_object_size(e) > kMaxEnvEntries) {
+      r.error("env", "expects an object of at most " + std::to_string(kMaxEnvEntries) + " NAME: \"value\" pairs");
+    } else {
+      json_object_foreach(const_cast<json_t*>(e), key, v) {
+        std::string name(key);
+        std::string path = "env." + name.substr(0, 80);
+        if (!matches(name, "[A-Za-z_][A-Za-z0-9_]{0,127}")) {
+          r.error(path, "expects a variable name of letters, digits and '_' (not starting with a digit)");
+          continue;
+        }
+        if (name.starts_with("SAFE_") || name.starts_with("SLURM_")) {
+          r.error(path, "SAFE_* and SLURM_* are set by SaFE and Slurm; use the spec's fields instead");
+          continue;
+        }
+        if (auto s = r.string(v, path, 32768)) spec.env.emplace_back(name, *s);
+      }
+    }
+  }
+  if (const json_t* x = json_object_get(root, "excludedNodes")) {
+    if (!json_is_array(x) || json_array_size(x) > kMaxListItems) {
+      r.error("excludedNodes", "expects an array of node names");
+    } else {
+      for (std::size_t i = 0; i < json_array_size(x); ++i) {
+        std::string path = "excludedNodes[" + std::to_string(i) + "]";
+        auto s = r.string(json_array_get(x, i), path, 253);
+        if (!s) continue;
+        if (!matches(*s, "[A-Za-z0-9][A-Za-z0-9._-]*")) r.error(path, "expects a node name (letters, digits, '.', '_', '-')");
+        else spec.excluded_nodes.push_back(*s);
+      }
+    }
+  }
+  if (const json_t* l = json_object_get(root, "labels")) {
+    if (!json_is_object(l) || json_object_size(l) > kMaxLabels) {
+      r.error("labels", "expects an object of at most " + std::to_string(kMaxLabels) + " key: \"value\" pairs");
+    } else {
+      json_object_foreach(const_cast<json_t*>(l), key, v) {
+        std::string k(key);
+        std::string path = "labels." + k.substr(0, 80);
+        // Kubernetes label rules, so that labels carry over to either target unchanged.
+        if (!matches(k, "[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")) {
+          r.error(path, "expects a label key of at most 63 letters, digits, '-', '_' or '.', starting and ending alphanumeric");
+          continue;
+        }
+        auto s = r.string(v, path, 63);
+        if (!s) continue;
+        if (!s->empty() && !matches(*s, "[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"))
+          r.error(path, "expects a label value of at most 63 letters, digits, '-', '_' or '.', starting and ending alphanumeric");
+        else spec.labels[k] = *s;
+      }
+    }
+  }
+  (void)out;
+}
+
+}  // namespace
+
+std::string_view to_string(WorkloadTarget target) {
+  return target == WorkloadTarget::kubernetes ? "kubernetes" : "slurm";
+}
+
+SpecParse parse_workload_spec(std::string_view body) {
+  SpecParse out;
+  json_error_t err;
+  Json root = json_take(json_loadb(body.data(), body.size(), JSON_REJECT_DUPLICATES, &err));
+  if (!root) {
+    out.malformed = true;
+    out.errors.push_back({"", std::string("invalid JSON at line ") + std::to_string(err.line) + ", column " +
+                                  std::to_string(err.column) + ": " + err.text});
+    return out;
+  }
+  if (!json_is_object(root.get())) {
+    out.errors.push_back({"", "expects a JSON object (the workload spec)"});
+    return out;
+  }
+  WorkloadSpec spec;
+  SpecReader reader(out);
+  read_fields(reader, root.get(), spec, out);
+  if (out.errors.empty()) out.spec = std::move(spec);
+  return out;
+}
+
+}  // namespace safe::bridge

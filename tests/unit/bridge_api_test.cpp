@@ -1,0 +1,333 @@
+// The REST API end to end through fakes: routing, authentication, authorization, validation
+// and the Slurm target's submissions, without sockets, Slurm or munged.
+#include <gtest/gtest.h>
+#include <jansson.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "common/admission.hpp"
+#include "kube-bridge/bridge_api.hpp"
+#include "kube-bridge/openapi_document.hpp"
+#include "kube-bridge/slurm_workload.hpp"
+
+namespace safe::bridge {
+namespace {
+
+class FakeUsers : public UserDirectory {
+ public:
+  std::map<std::string, UserRecord> users{{"alice", {"alice", 1001, 1001, {}}},
+                                          {"bob", {"bob", 1002, 1002, {}}},
+                                          {"root", {"root", 0, 0, {}}}};
+  std::optional<UserRecord> by_name(const std::string& n) override {
+    auto it = users.find(n);
+    return it == users.end() ? std::nullopt : std::optional(it->second);
+  }
+  std::optional<UserRecord> by_uid(uid_t uid) override {
+    for (auto& [n, u] : users)
+      if (u.uid == uid) return u;
+    return std::nullopt;
+  }
+};
+
+// "Munge as-NAME" authenticates NAME.
+class FakeMunge : public MungeDecoder {
+ public:
+  FakeUsers* users;
+  Result decode(const std::string& c) override {
+    if (c.starts_with("as-"))
+      if (auto u = users->by_name(c.substr(3))) return {u->uid, ""};
+    return {std::nullopt, "Invalid credential"};
+  }
+};
+
+class FakeSlurm : public SlurmClient {
+ public:
+  std::vector<SlurmJobRequest> submitted;
+  std::vector<SlurmJob> job_list;
+  std::vector<std::uint32_t> cancelled;
+  std::uint32_t next_id = 100;
+  std::string reject;
+
+  // Stands in for job_submit_safe: refuses what the policy refuses, as Slurm's access denied.
+  SafeConfig policy;
+  std::map<uid_t, JobUser> job_users{{1001, {"alice", {}}}, {1002, {"bob", {}}}, {0, {"root", {}}}};
+  SlurmResult<std::uint32_t> submit(const SlurmJobRequest& r) override {
+    if (!reject.empty()) return {std::nullopt, reject, 1};
+    AdmissionRequest a;
+    std::vector<std::string_view> env(r.spank_env.begin(), r.spank_env.end());
+    a.options = parse_spank_job_env(env).options;
+    a.gpus = static_cast<long long>(r.nodes) * r.gpus_per_node;
+    if (!admit_job(policy, a, job_users.at(r.uid)).accepted) return {std::nullopt, "Access/permission denied", 2, true};
+    submitted.push_back(r);
+    SlurmJob j;
+    j.id = next_id++;
+    j.name = r.name;
+    j.uid = r.uid;
+    j.state = "PENDING";
+    j.comment = r.comment;
+    j.std_out = r.std_out;
+    j.work_dir = r.work_dir;
+    job_list.push_back(j);
+    return {j.id, "", 0};
+  }
+  SlurmResult<JobSnapshot> jobs() override { return {std::make_shared<const std::vector<SlurmJob>>(job_list), "", 0}; }
+  SlurmResult<std::vector<SlurmNode>> nodes() override {
+    return {std::vector<SlurmNode>{{"n1", "IDLE", "", "gpu:8", 8}, {"n2", "IDLE+DRAIN", "SaFE: gpu3 ECC", "gpu:8", 8}}, "", 0};
+  }
+  SlurmResult<std::vector<SlurmLicense>> licenses() override { return {std::vector<SlurmLicense>{{"safe_ws_ml", 8, 2}}, "", 0}; }
+  SlurmResult<bool> cancel(std::uint32_t id) override {
+    cancelled.push_back(id);
+    return {true, "", 0};
+  }
+};
+
+class BridgeApiTest : public ::testing::Test {
+ protected:
+  BridgeApiTest() {
+    munge.users = &users;
+    ConfigResult c = parse_config(
+        "workspaces:\n  - name: ml\n    gpu_quota: 8\n    users: [alice]\n    max_retries: 4\n"
+        "  - name: cv\n    users: [bob]\n",
+        "t.yaml");
+    EXPECT_TRUE(c.ok());
+    BridgeSettings s;
+    s.config = *c.config;
+    s.work_dir = "/work/dir";
+    s.openapi_document = "{}";
+    slurm.policy = s.config;
+    api = std::make_unique<BridgeApi>(s, auth, users, slurm, metrics);
+  }
+
+  ApiResponse call(const std::string& method, const std::string& path, const std::string& who, const std::string& body = "",
+                   std::multimap<std::string, std::string> query = {}) {
+    ApiRequest r{method, path, std::move(query), who.empty() ? "" : "Munge as-" + who, body};
+    return api->handle(r);
+  }
+
+  std::string created_id(const ApiResponse& r) {
+    json_t* j = json_loads(r.body.c_str(), 0, nullptr);
+    std::string id = json_string_value(json_object_get(j, "id")) ? json_string_value(json_object_get(j, "id")) : "";
+    json_decref(j);
+    return id;
+  }
+
+  FakeUsers users;
+  FakeMunge munge;
+  FakeSlurm slurm;
+  BridgeMetrics metrics;
+  Authenticator auth{{"", true, {"root"}}, &munge, &users};
+  std::unique_ptr<BridgeApi> api;
+};
+
+const char* kSpec = R"({"name":"train","workspace":"ml","command":["python","train.py"],"nodes":2,"gpusPerNode":4,
+  "retries":2,"checkpoint":{"dir":"/ckpt/r1"},"labels":{"team":"llm"},"env":{"LR":"0.1"}})";
+
+TEST_F(BridgeApiTest, PublicEndpointsNeedNoCredentials) {
+  EXPECT_EQ(call("GET", "/healthz", "").status, 200);
+  EXPECT_EQ(call("GET", "/openapi.json", "").body, "{}");
+  auto m = call("GET", "/metrics", "");
+  EXPECT_EQ(m.status, 200);
+  EXPECT_NE(m.body.find("safe_bridge_requests_total"), std::string::npos);
+  EXPECT_EQ(call("POST", "/healthz", "").status, 405);
+}
+
+TEST_F(BridgeApiTest, EverythingUnderApiNeedsCredentials) {
+  for (const char* path : {"/api/v1/workloads", "/api/v1/workloads/slurm-1", "/api/v1/nodes", "/api/v1/workspaces"}) {
+    auto r = call("GET", path, "");
+    EXPECT_EQ(r.status, 401) << path;
+    EXPECT_NE(r.body.find("Authorization: Bearer"), std::string::npos);
+  }
+  ApiRequest bad{"GET", "/api/v1/workloads", {}, "Munge forged", ""};
+  EXPECT_EQ(api->handle(bad).status, 401);
+}
+
+TEST_F(BridgeApiTest, CreateSubmitsAsTheUserWithSbatchStyleOptions) {
+  auto r = call("POST", "/api/v1/workloads", "alice", kSpec);
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(created_id(r), "slurm-100");
+  ASSERT_EQ(slurm.submitted.size(), 1u);
+  const SlurmJobRequest& s = slurm.submitted[0];
+  EXPECT_EQ(s.uid, 1001u);
+  EXPECT_EQ(s.gid, 1001u);
+  EXPECT_EQ(s.nodes, 2);
+  EXPECT_EQ(s.gpus_per_node, 4);
+  EXPECT_EQ(s.script, "#!/bin/bash\nexec srun --kill-on-bad-exit=1 'python' 'train.py'\n");
+  EXPECT_EQ(s.std_out, "/work/dir/safe-bridge-train-%j.out");
+  EXPECT_EQ(s.spank_env, (std::vector<std::string>{"_SLURM_SPANK_OPTION_safe_safe_workspace=ml",
+                                                    "_SLURM_SPANK_OPTION_safe_safe_retries=2",
+                                                    "_SLURM_SPANK_OPTION_safe_safe_ckpt_dir=/ckpt/r1"}));
+  auto has = [&](const std::string& e) { return std::find(s.environment.begin(), s.environment.end(), e) != s.environment.end(); };
+  EXPECT_TRUE(has("LR=0.1"));
+  EXPECT_TRUE(has("USER=alice"));
+  EXPECT_TRUE(has("SLURM_SPANK__SLURM_SPANK_OPTION_safe_safe_workspace=ml"));
+  EXPECT_EQ(s.comment, R"(safe-bridge:{"labels":{"team":"llm"}})");
+  EXPECT_EQ(r.headers.at(0), (std::pair<std::string, std::string>{"Location", "/api/v1/workloads/slurm-100"}));
+}
+
+TEST_F(BridgeApiTest, WorkspacePolicyRefusesWithTheCliMessage) {
+  auto r = call("POST", "/api/v1/workloads", "bob", kSpec);
+  EXPECT_EQ(r.status, 403);
+  EXPECT_NE(r.body.find("safe: user 'bob' is not a member of workspace 'ml'"), std::string::npos) << r.body;
+  auto quota = call("POST", "/api/v1/workloads", "alice", R"({"name":"big","workspace":"ml","script":"x","nodes":2,"gpusPerNode":8})");
+  EXPECT_EQ(quota.status, 403);
+  EXPECT_NE(quota.body.find("quota of 8"), std::string::npos) << quota.body;
+  EXPECT_TRUE(slurm.submitted.empty());
+}
+
+TEST_F(BridgeApiTest, ValidationAndMalformedBodies) {
+  auto r = call("POST", "/api/v1/workloads", "alice", R"({"name":"x","script":"y","retries":99,"bogus":1})");
+  EXPECT_EQ(r.status, 422);
+  EXPECT_NE(r.body.find(R"({"path":"retries","message":"safe: --safe-retries expects an integer 0..50, got '99'"})"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find(R"("path":"bogus")"), std::string::npos);
+  EXPECT_EQ(call("POST", "/api/v1/workloads", "alice", "{not json").status, 400);
+  EXPECT_EQ(call("POST", "/api/v1/workloads", "alice", "").status, 400);
+  EXPECT_EQ(call("POST", "/api/v1/workloads", "alice", std::string(50000, '[')).status, 400);
+  EXPECT_EQ(call("POST", "/api/v1/workloads", "alice", R"({"name":"k","target":"kubernetes","image":"i","script":"x"})").status, 422);
+  slurm.reject = "Requested node configuration is not available";
+  auto rejected = call("POST", "/api/v1/workloads", "alice", R"({"name":"x","script":"y"})");
+  EXPECT_EQ(rejected.status, 422);
+  EXPECT_NE(rejected.body.find("Slurm rejected the workload: Requested node configuration"), std::string::npos);
+}
+
+TEST_F(BridgeApiTest, UsersSeeOnlyTheirOwnWorkloads) {
+  std::string id = created_id(call("POST", "/api/v1/workloads", "alice", kSpec));
+  auto missing = call("GET", "/api/v1/workloads/slurm-999", "bob");
+  auto others = call("GET", "/api/v1/workloads/" + id, "bob");
+  EXPECT_EQ(others.status, 404);
+  // Another user's workload and a missing one read the same, but for the id itself.
+  EXPECT_EQ(others.body.substr(others.body.find("' ")), missing.body.substr(missing.body.find("' ")));
+  EXPECT_EQ(call("POST", "/api/v1/workloads/" + id + "/stop", "bob").status, 404);
+  EXPECT_EQ(call("DELETE", "/api/v1/workloads/" + id, "bob").status, 404);
+  EXPECT_EQ(call("GET", "/api/v1/workloads/" + id + "/logs", "bob").status, 404);
+  EXPECT_TRUE(slurm.cancelled.empty());
+  EXPECT_NE(call("GET", "/api/v1/workloads", "bob").body.find(R"("total":0)"), std::string::npos);
+  EXPECT_NE(call("GET", "/api/v1/workloads", "alice").body.find(R"("total":1)"), std::string::npos);
+  EXPECT_NE(call("GET", "/api/v1/workloads", "root").body.find(R"("total":1)"), std::string::npos);
+  auto get = call("GET", "/api/v1/workloads/" + id, "alice");
+  EXPECT_EQ(get.status, 200);
+  EXPECT_NE(get.body.find(R"("labels":{"team":"llm"})"), std::string::npos) << get.body;
+}
+
+TEST_F(BridgeApiTest, JobsNotMadeByTheBridgeAreNotWorkloads) {
+  SlurmJob j;
+  j.id = 7;
+  j.uid = 1001;
+  j.state = "RUNNING";
+  j.comment = "something else";
+  slurm.job_list.push_back(j);
+  EXPECT_EQ(call("GET", "/api/v1/workloads/slurm-7", "alice").status, 404);
+  EXPECT_NE(call("GET", "/api/v1/workloads", "alice").body.find(R"("total":0)"), std::string::npos);
+}
+
+TEST_F(BridgeApiTest, StopAndDeleteCancel) {
+  std::string id = created_id(call("POST", "/api/v1/workloads", "alice", kSpec));
+  EXPECT_EQ(call("POST", "/api/v1/workloads/" + id + "/stop", "alice").status, 202);
+  EXPECT_EQ(slurm.cancelled, (std::vector<std::uint32_t>{100}));
+  EXPECT_EQ(call("DELETE", "/api/v1/workloads/" + id, "alice").status, 200);
+  EXPECT_EQ(call("GET", "/api/v1/workloads/" + id, "alice").status, 404);
+  EXPECT_NE(call("GET", "/api/v1/workloads", "alice").body.find(R"("total":0)"), std::string::npos);
+}
+
+TEST_F(BridgeApiTest, ListFiltersAndPages) {
+  for (int i = 0; i < 5; ++i) call("POST", "/api/v1/workloads", "alice", R"({"name":"w)" + std::to_string(i) + R"(","script":"x"})");
+  slurm.job_list[1].state = "RUNNING";
+  auto page = call("GET", "/api/v1/workloads", "alice", "", {{"limit", "2"}, {"offset", "2"}});
+  EXPECT_NE(page.body.find(R"("total":5,"nextOffset":4)"), std::string::npos) << page.body;
+  EXPECT_NE(page.body.find(R"("name":"w2")"), std::string::npos);
+  auto running = call("GET", "/api/v1/workloads", "alice", "", {{"state", "Running"}});
+  EXPECT_NE(running.body.find(R"("total":1)"), std::string::npos) << running.body;
+  EXPECT_NE(call("GET", "/api/v1/workloads", "alice", "", {{"target", "kubernetes"}}).body.find(R"("total":0)"), std::string::npos);
+  EXPECT_EQ(call("GET", "/api/v1/workloads", "alice", "", {{"limit", "0"}}).status, 422);
+  EXPECT_EQ(call("GET", "/api/v1/workloads", "alice", "", {{"limit", "1x"}}).status, 422);
+  EXPECT_EQ(call("GET", "/api/v1/workloads", "alice", "", {{"sort", "x"}}).status, 422);
+  EXPECT_EQ(call("GET", "/api/v1/workloads", "alice", "", {{"target", "mesos"}}).status, 422);
+}
+
+TEST_F(BridgeApiTest, HostileIdsAndPathsAreNotFound) {
+  call("POST", "/api/v1/workloads", "alice", kSpec);
+  for (const char* id : {"..", "slurm-100/../../etc/passwd", "slurm-0100", "slurm--1", "slurm-99999999999", "slurm-",
+                         "100", "slurm-1%00", "SLURM-100"}) {
+    auto r = call("GET", std::string("/api/v1/workloads/") + id, "alice");
+    EXPECT_EQ(r.status, 404) << id;
+  }
+  EXPECT_EQ(call("GET", "/etc/passwd", "alice").status, 404);
+  EXPECT_EQ(call("GET", "/api/v2/workloads", "alice").status, 404);
+  EXPECT_EQ(call("PUT", "/api/v1/workloads", "alice").status, 405);
+  EXPECT_EQ(call("GET", "/api/v1/workloads/slurm-100/stop", "alice").status, 405);
+}
+
+TEST_F(BridgeApiTest, EventsWorkspacesNodes) {
+  std::string id = created_id(call("POST", "/api/v1/workloads", "alice", kSpec));
+  slurm.job_list[0].state = "FAILED";
+  slurm.job_list[0].exit_code = 3;
+  slurm.job_list[0].restart_count = 1;
+  slurm.job_list[0].start_time = 1'800'000'000;
+  slurm.job_list[0].admin_comment = "safe: ws=ml retries=1/2 health=standard sig=USR1@120 hang=0 gpus=8 last=node_fault n2";
+  auto events = call("GET", "/api/v1/workloads/" + id + "/events", "alice");
+  EXPECT_NE(events.body.find("\"Requeued\""), std::string::npos) << events.body;
+  EXPECT_NE(events.body.find("node_fault n2"), std::string::npos) << events.body;
+  EXPECT_NE(events.body.find("FAILED, exit code 3"), std::string::npos) << events.body;
+
+  auto ws = call("GET", "/api/v1/workspaces", "alice");
+  EXPECT_NE(ws.body.find(R"("name":"ml","gpuQuota":8,"gpusInUse":2)"), std::string::npos) << ws.body;
+  EXPECT_EQ(ws.body.find(R"("name":"cv")"), std::string::npos) << "alice is not a member of cv";
+  EXPECT_EQ(call("GET", "/api/v1/workspaces/cv", "alice").status, 404);
+  EXPECT_EQ(call("GET", "/api/v1/workspaces/cv", "root").status, 200);
+
+  auto nodes = call("GET", "/api/v1/nodes", "alice");
+  EXPECT_NE(nodes.body.find(R"("name":"n2","target":"slurm","state":"IDLE+DRAIN","reason":"SaFE: gpu3 ECC","gres":"gpu:8","cpus":8,"health":"unhealthy","safeDrained":true)"),
+            std::string::npos)
+      << nodes.body;
+}
+
+class FakeHistory : public ControllerHistory {
+ public:
+  std::optional<std::string> document;
+  std::optional<std::string> job_history(std::uint32_t) override { return document; }
+};
+
+TEST_F(BridgeApiTest, EventsIncludeSafedHistoryWhenItAnswers) {
+  std::string id = created_id(call("POST", "/api/v1/workloads", "alice", kSpec));
+  FakeHistory history;
+  api->set_controller_history(&history);
+  auto slurm_only = call("GET", "/api/v1/workloads/" + id + "/events", "alice");
+  EXPECT_NE(slurm_only.body.find(R"("sources":"slurm")"), std::string::npos) << slurm_only.body;
+  history.document = R"({"job_id":100,"attempts":[{"attempt":1,"nodes":"n2","start_time":1800000000,"end_time":1800000100,
+    "end_state":"NODE_FAIL","class":"node_fault","rule":"node_down","evidence":"n2 DOWN"}],
+    "failovers":[{"attempt":1,"class":"node_fault","evidence":"n2 DOWN","bad_nodes":"n2","phase":"running_again",
+    "fault_time":1800000100,"mttr_s":4}],"actions":[]})";
+  auto both = call("GET", "/api/v1/workloads/" + id + "/events", "alice");
+  EXPECT_NE(both.body.find(R"("sources":"slurm,safed")"), std::string::npos) << both.body;
+  EXPECT_NE(both.body.find("NODE_FAIL on n2; classified node_fault (node_down): n2 DOWN"), std::string::npos) << both.body;
+  EXPECT_NE(both.body.find("node_fault on n2: running_again, running again after 4 s (n2 DOWN)"), std::string::npos) << both.body;
+  history.document = "not safed";
+  EXPECT_NE(call("GET", "/api/v1/workloads/" + id + "/events", "alice").body.find(R"("sources":"slurm")"), std::string::npos);
+}
+
+TEST(BridgeConfig, ControllerUrl) {
+  EXPECT_TRUE(parse_config("kube_bridge:\n  controller_url: http://127.0.0.1:9810\n", "t").ok());
+  EXPECT_TRUE(parse_config("kube_bridge:\n  controller_url: \"\"\n", "t").ok());
+  EXPECT_FALSE(parse_config("kube_bridge:\n  controller_url: ftp://x\n", "t").ok());
+}
+
+TEST(OpenApi, DocumentsEveryRouteAndIsValidJson) {
+  std::ifstream in(SAFE_SOURCE_DIR "/docs/openapi.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), openapi_document()) << "the served document is docs/openapi.json";
+  json_error_t err;
+  json_t* doc = json_loads(text.str().c_str(), 0, &err);
+  ASSERT_TRUE(doc) << err.text;
+  json_t* paths = json_object_get(doc, "paths");
+  for (const char* p : {"/api/v1/workloads", "/api/v1/workloads/{id}", "/api/v1/workloads/{id}/stop",
+                        "/api/v1/workloads/{id}/logs", "/api/v1/workloads/{id}/events", "/api/v1/workspaces",
+                        "/api/v1/workspaces/{name}", "/api/v1/nodes", "/healthz", "/metrics", "/openapi.json"})
+    EXPECT_TRUE(json_object_get(paths, p)) << p;
+  EXPECT_STREQ(json_string_value(json_object_get(doc, "openapi")), "3.0.3");
+  json_decref(doc);
+}
+
+}  // namespace
+}  // namespace safe::bridge

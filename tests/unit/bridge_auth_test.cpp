@@ -1,0 +1,139 @@
+// The bridge's authentication: Slurm-style HS256 JWTs and munge credentials, through fakes.
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <map>
+
+#include "kube-bridge/authenticator.hpp"
+
+namespace safe::bridge {
+namespace {
+
+std::string b64url(const std::string& in) {
+  static const char* abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  unsigned buf = 0;
+  int bits = 0;
+  for (unsigned char c : in) {
+    buf = (buf << 8) | c;
+    bits += 8;
+    while (bits >= 6) out += abc[(buf >> (bits -= 6)) & 63];
+  }
+  if (bits) out += abc[(buf << (6 - bits)) & 63];
+  return out;
+}
+
+// A token as `scontrol token` makes it (auth/jwt: HS256, claims exp, iat, sun).
+std::string make_token(const std::string& key, const std::string& claims, const std::string& header = R"({"alg":"HS256","typ":"JWT"})") {
+  std::string signed_part = b64url(header) + "." + b64url(claims);
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(signed_part.data()),
+       signed_part.size(), mac, &len);
+  return signed_part + "." + b64url(std::string(reinterpret_cast<char*>(mac), len));
+}
+
+const std::string kKey(32, 'k');
+constexpr std::time_t kNow = 1'800'000'000;
+
+class FakeUsers : public UserDirectory {
+ public:
+  std::map<std::string, UserRecord> users{{"alice", {"alice", 1001, 1001, {"ml"}}}, {"root", {"root", 0, 0, {}}}};
+  std::optional<UserRecord> by_name(const std::string& n) override {
+    auto it = users.find(n);
+    return it == users.end() ? std::nullopt : std::optional(it->second);
+  }
+  std::optional<UserRecord> by_uid(uid_t uid) override {
+    for (auto& [n, u] : users)
+      if (u.uid == uid) return u;
+    return std::nullopt;
+  }
+};
+
+class FakeMunge : public MungeDecoder {
+ public:
+  Result decode(const std::string& c) override {
+    if (c == "MUNGE:alice") return {1001, ""};
+    if (c == "MUNGE:root") return {0, ""};
+    if (c == "MUNGE:ghost") return {4242, ""};
+    return {std::nullopt, "Invalid credential format"};
+  }
+};
+
+TEST(SlurmJwt, AcceptsATokenLikeScontrolToken) {
+  auto check = verify_slurm_jwt(make_token(kKey, R"({"exp":1800000600,"iat":1800000000,"sun":"alice"})"), kKey, kNow);
+  EXPECT_EQ(check.user, "alice") << check.error;
+}
+
+struct BadToken {
+  std::string token;
+  const char* why;
+};
+
+TEST(SlurmJwt, RejectsBadTokens) {
+  const std::string ok = R"({"exp":1800000600,"iat":1800000000,"sun":"alice"})";
+  std::string good = make_token(kKey, ok);
+  std::string tampered = good;
+  tampered[tampered.find('.') + 3] ^= 1;
+  const BadToken cases[] = {
+      {make_token(kKey, R"({"exp":1799999999,"sun":"alice"})"), "expired"},
+      {make_token(kKey, R"({"sun":"alice"})"), "no exp"},
+      {make_token(kKey, R"({"exp":1800000600})"), "no sun"},
+      {make_token(std::string(32, 'x'), ok), "signature"},
+      {make_token(kKey, ok, R"({"alg":"none"})"), "only HS256"},
+      {make_token(kKey, ok, R"({"alg":"HS512"})"), "only HS256"},
+      {b64url(R"({"alg":"none"})") + "." + b64url(ok) + ".", "only HS256"},
+      {tampered, "signature"},
+      {"abc", "three dot-separated"},
+      {"a.b.c.d", "three dot-separated"},
+      {"a*.b.c", "base64url"},
+      {"", "three dot-separated"},
+  };
+  for (const auto& c : cases) {
+    auto check = verify_slurm_jwt(c.token, kKey, kNow);
+    EXPECT_FALSE(check.user) << c.token;
+    EXPECT_NE(check.error.find(c.why), std::string::npos) << c.token << ": " << check.error;
+  }
+}
+
+TEST(Authenticator, BearerAndMungeNameUsers) {
+  FakeUsers users;
+  FakeMunge munge;
+  Authenticator auth({kKey, true, {"root"}}, &munge, &users, [] { return kNow; });
+  auto jwt = auth.authenticate("Bearer " + make_token(kKey, R"({"exp":1800000600,"iat":1,"sun":"alice"})"));
+  ASSERT_TRUE(jwt.principal) << jwt.error;
+  EXPECT_EQ(jwt.principal->user.uid, 1001u);
+  EXPECT_FALSE(jwt.principal->admin);
+  auto m = auth.authenticate("Munge MUNGE:root");
+  ASSERT_TRUE(m.principal) << m.error;
+  EXPECT_TRUE(m.principal->admin);
+  EXPECT_EQ(m.principal->method, "munge");
+}
+
+TEST(Authenticator, RefusesWithAMessageThatSaysWhatToDo) {
+  FakeUsers users;
+  FakeMunge munge;
+  Authenticator auth({kKey, true, {"root"}}, &munge, &users, [] { return kNow; });
+  const std::pair<std::string, std::string> cases[] = {
+      {"", "authentication required; send 'Authorization: Bearer"},
+      {"Basic dXNlcjpwYXNz", "unsupported authorization scheme"},
+      {"Munge garbage", "munge credential rejected: Invalid credential format; make a fresh one with munge -n"},
+      {"Munge MUNGE:ghost", "uid 4242, who is unknown"},
+      {"Munge ", "empty or oversized"},
+      {"Bearer " + make_token(kKey, R"({"exp":1800000600,"sun":"mallory"})"), "'mallory', who is unknown"},
+      {"Bearer x.y.z", "base64url"},
+  };
+  for (const auto& [header, expected] : cases) {
+    auto r = auth.authenticate(header);
+    EXPECT_FALSE(r.principal) << header;
+    EXPECT_NE(r.error.find(expected), std::string::npos) << header << " -> " << r.error;
+  }
+  Authenticator no_jwt({"", true, {}}, &munge, &users);
+  EXPECT_NE(no_jwt.authenticate("Bearer a.b.c").error.find("JWT authentication is not enabled"), std::string::npos);
+  Authenticator no_munge({kKey, false, {}}, &munge, &users);
+  EXPECT_NE(no_munge.authenticate("Munge MUNGE:alice").error.find("munge authentication is not enabled"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace safe::bridge

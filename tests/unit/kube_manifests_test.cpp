@@ -1,0 +1,104 @@
+// The Kubernetes objects of a workload. Their schema validity is checked against the official
+// Kubernetes schemas by tests/kube (kubernetes-models); here: what SaFE puts in them.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "kube-bridge/kube_manifests.hpp"
+
+namespace safe::bridge {
+namespace {
+
+WorkloadSpec spec() {
+  SpecParse p = parse_workload_spec(R"({"name":"train","target":"kubernetes","image":"rocm/pytorch:latest",
+    "command":["python","train.py"],"nodes":4,"gpusPerNode":8,"memory":"64G","timeLimit":60,"retries":2,
+    "checkpoint":{"dir":"/ckpt/r1"},"env":{"LR":"0.1"},"labels":{"team":"llm"}})");
+  EXPECT_TRUE(p.spec);
+  return *p.spec;
+}
+
+KubeWorkloadContext context() {
+  KubeWorkloadContext c;
+  c.kube.namespace_ = "safe";
+  c.kube.gpu_resource = "amd.com/gpu";
+  c.kube.checkpoint_pvc = "ckpt";
+  c.settings.workspace = "ml";
+  c.settings.retries = 2;
+  c.settings.ckpt_dir = "/ckpt/r1";
+  c.settings.ckpt_signal = {10, 120};
+  c.user = "alice";
+  c.attempt = 2;
+  c.avoid_nodes = {"k3"};
+  return c;
+}
+
+std::string at(const json_t* j, const char* path) {
+  json_t* v = json_object_get(const_cast<json_t*>(j), path);
+  return json_is_string(v) ? json_string_value(v) : json_is_integer(v) ? std::to_string(json_integer_value(v)) : json_text(v);
+}
+
+TEST(KubeManifests, IndexedJobCarriesSafeSettings) {
+  Json job = kube_job_manifest(spec(), context());
+  std::string text = json_text(job.get());
+  json_t* s = json_object_get(job.get(), "spec");
+  EXPECT_EQ(at(s, "completionMode"), "Indexed");
+  EXPECT_EQ(at(s, "completions"), "4");
+  EXPECT_EQ(at(s, "parallelism"), "4");
+  EXPECT_EQ(at(s, "backoffLimit"), "0");
+  EXPECT_EQ(at(s, "activeDeadlineSeconds"), "3600");
+  EXPECT_EQ(at(json_object_get(job.get(), "metadata"), "name"), "train-a2");
+  for (const char* needle :
+       {R"("safe-for-slurm.io/workspace":"ml")", R"("safe-for-slurm.io/attempt":"2")", R"("team":"llm")",
+        R"({"name":"SAFE_ATTEMPT","value":"2"})", R"({"name":"SAFE_CKPT_DIR","value":"/ckpt/r1"})",
+        R"({"name":"SAFE_CKPT_SIGNAL","value":"USR1@120"})", R"({"name":"SAFE_MAX_RETRIES","value":"2"})",
+        R"({"name":"LR","value":"0.1"})", R"("amd.com/gpu":"8")", R"("memory":"65536Mi")",
+        R"({"key":"safe-for-slurm.io/unhealthy","operator":"DoesNotExist"})",
+        R"({"key":"kubernetes.io/hostname","operator":"NotIn","values":["k3"]})",
+        R"("persistentVolumeClaim":{"claimName":"ckpt"})", R"("mountPath":"/ckpt/r1")", R"("restartPolicy":"Never")",
+        R"("subdomain":"train-a2")", R"({"name":"MASTER_ADDR","value":"train-a2-0.train-a2"})"})
+    EXPECT_NE(text.find(needle), std::string::npos) << needle << "\n" << text;
+}
+
+TEST(KubeManifests, HostPathVolumeAndHeadlessService) {
+  KubeWorkloadContext c = context();
+  c.kube.checkpoint_pvc.clear();
+  c.kube.checkpoint_host_path = "/data/ckpt";
+  std::string job = json_text(kube_job_manifest(spec(), c).get());
+  EXPECT_NE(job.find(R"("hostPath":{"path":"/data/ckpt","type":"DirectoryOrCreate"})"), std::string::npos) << job;
+  std::string svc = json_text(kube_service_manifest(spec(), c).get());
+  EXPECT_NE(svc.find(R"("clusterIP":"None")"), std::string::npos) << svc;
+  EXPECT_NE(svc.find(R"("selector":{"safe-for-slurm.io/workload":"train","safe-for-slurm.io/attempt":"2"})"), std::string::npos) << svc;
+}
+
+// Writes the manifests for the schema check (tests/kube/manifest_schemas.sh runs it; disabled in
+// the plain unit run).
+TEST(KubeManifests, DISABLED_WritesSamplesForSchemaValidation) {
+  const char* dir = std::getenv("SAFE_MANIFEST_OUT");
+  if (!dir) GTEST_SKIP() << "SAFE_MANIFEST_OUT not set (set by the kube.manifest_schemas test)";
+  KubeWorkloadContext host = context();
+  host.kube.checkpoint_pvc.clear();
+  host.kube.checkpoint_host_path = "/data/ckpt";
+  KubeWorkloadContext first = context();
+  first.attempt = 1;
+  first.avoid_nodes.clear();
+  WorkloadSpec script = spec();
+  script.command.clear();
+  script.script = "python train.py";
+  script.gpus_per_node = 0;
+  script.time_limit_minutes = 0;
+  const std::pair<const char*, Json> samples[] = {
+      {"job-pvc.json", kube_job_manifest(spec(), context())},
+      {"job-hostpath.json", kube_job_manifest(spec(), host)},
+      {"job-first-attempt-script.json", kube_job_manifest(script, first)},
+      {"service.json", kube_service_manifest(spec(), context())},
+  };
+  for (const auto& [file, manifest] : samples) {
+    std::ofstream out(std::string(dir) + "/" + file);
+    out << json_text(manifest.get());
+    ASSERT_TRUE(out.good()) << file;
+  }
+}
+
+}  // namespace
+}  // namespace safe::bridge
