@@ -294,7 +294,9 @@ void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, 
   t.record.max_retries = meta.settings.retries;
   t.record.retries_used = std::max(t.record.retries_used, meta.retries_used);
 
-  if (job.state == SlurmJobState::running && job.restart_cnt != t.running_attempt) {
+  // Right after a requeue Slurm still reports the old run as RUNNING (with the REQUEUE flag) and
+  // the new restart count: only a run without it is a new attempt.
+  if (job.state == SlurmJobState::running && !job.completing && job.restart_cnt != t.running_attempt) {
     t.running_attempt = job.restart_cnt;
     t.attempt_nodes = job.nodes;
     t.attempt_start = job.start_time;
@@ -413,6 +415,11 @@ void FailoverPlanner::start_failover(TrackedJob& t, const SlurmJob& job, const J
   log("safed: job " + std::to_string(job.id) + " attempt " + std::to_string(attempt + 1) + ": " + c.summary() + " (" +
       c.rule + ")");
 
+  if (by_slurm && !is_retried(c.failure_class, config_.failover)) {
+    // Requeued by an administrator or by Slurm for a reason SaFE has no fault for: theirs to own.
+    t.record.state = "pending";
+    return;
+  }
   if (!is_retried(c.failure_class, config_.failover)) {
     finish_without_failover(t, job, meta, c, "not retried: " + cls + " is not in failover.retry_classes", now);
     return;
@@ -464,6 +471,14 @@ void FailoverPlanner::finish_without_failover(TrackedJob& t, const SlurmJob& job
     t.record.end_time = job.end_time ? static_cast<long long>(job.end_time) : now;
   }
   if (held) t.record.state = "held";
+  log("safed: job " + std::to_string(job.id) + ": " + note);
+  // Slurm refuses every change to a job that has ended (AdminComment included): its final
+  // classification lives in the state store (safectl job ID). Running or held jobs get it in
+  // AdminComment too.
+  if (!still_running && !held) {
+    store_.log_action({now, job.id, "", "record", note, true});
+    return;
+  }
   JobMetadata m = meta;
   m.retries_used = t.record.retries_used;
   m.last_failure = c.summary() + " (" + note + ")";
@@ -578,6 +593,13 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
       }
       case FailoverPhase::requeued: {
         if (job.restart_cnt <= f.attempt) return;  // not yet visible
+        if (ended(job.state) && !job.completing) {  // cancelled (or ended) while failing over: leave it
+          f.phase = FailoverPhase::refused;
+          store_.put_failover(f);
+          t.record.state = state_text(job.state);
+          log("safed: job " + id + " ended (" + state_text(job.state) + ") during its failover; nothing more to do");
+          return;
+        }
         bool wait_credential = false;
         std::string exclude = exclusions_for(f, t, job, wait_credential);
         long long start = std::max(now, f.not_before);
