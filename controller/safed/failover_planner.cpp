@@ -317,6 +317,17 @@ void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, 
     }
   }
   if (!ended(job.state) && t.record.end_time == 0 && t.record.state != "failing_over") t.record.state = state_text(job.state);
+  if (job.state == SlurmJobState::running) t.expected_start = 0;
+  if (t.expected_start && job.state == SlurmJobState::pending && !job.completing &&
+      job.start_time > std::max(now, t.expected_start) + 5) {
+    // Slurm put its requeue hold back on after our update: lift it again.
+    JobChange change;
+    change.id = job.id;
+    change.start_time = std::max(now, t.expected_start);
+    std::string err = slurm_.update_job(change);
+    log_action(now, job.id, "", "start again", "Slurm re-held the job" + (err.empty() ? "" : ": " + err), err.empty());
+    if (err.empty()) t.expected_start = 0;
+  }
 
   // A failover in progress for this job goes on first.
   for (auto it = open_.lower_bound({job.id, -1}); it != open_.end() && it->first.first == job.id;) {
@@ -593,6 +604,9 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
       }
       case FailoverPhase::requeued: {
         if (job.restart_cnt <= f.attempt) return;  // not yet visible
+        // While the old run winds down Slurm has not yet set its own requeue hold: a StartTime
+        // set now would be overwritten by it.
+        if (job.completing) return;
         if (ended(job.state) && !job.completing) {  // cancelled (or ended) while failing over: leave it
           f.phase = FailoverPhase::refused;
           store_.put_failover(f);
@@ -622,6 +636,7 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         if (!err.empty()) return;
         f.phase = FailoverPhase::done;
         store_.put_failover(f);
+        t.expected_start = start;
         t.record.retries_used = m.retries_used;
         t.record.state = "requeued";
         ++counters_.failovers_by_class[f.failure_class];

@@ -36,6 +36,7 @@ struct TrackedJob {
   int classified_attempt = -1;  // restart count of the last attempt classified
   SlurmJobState last_state = SlurmJobState::pending;
   bool seen = false;
+  long long expected_start = 0;  // StartTime safed set after a requeue, until the job runs
   // hang detection
   long long output_size = -1, heartbeat_mtime = 0, last_progress = 0;
 };

@@ -197,6 +197,28 @@ TEST_F(PlannerTest, NodeDeathRequeuedBySlurmStartsAtOnceAwayFromIt) {
   EXPECT_NE(std::string::npos, last_update().find("retries=1/3"));
 }
 
+TEST_F(PlannerTest, WaitsForTheOldRunToWindDownAndLiftsAHoldSlurmPutsBack) {
+  add_job(7, "n[1-2]");
+  pass();
+  SlurmNode* n2 = slurm.node("n2");
+  n2->down = true;
+  n2->reason_time = now;
+  SlurmJob* j = slurm.job(7);
+  j->state = SlurmJobState::pending;
+  j->completing = true;  // requeued, old run still completing
+  j->restart_cnt = 1;
+  run_for(2);
+  EXPECT_EQ(0, slurm.count("update 7 exc")) << "a StartTime set now would be overwritten";
+  slurm.job(7)->completing = false;
+  run_for(1);
+  EXPECT_NE(std::string::npos, last_update().find("update 7 exc=n2,n1 start=now"));
+  slurm.job(7)->start_time = now + 120;  // Slurm's hold came back
+  run_for(1);
+  EXPECT_EQ("update 7 start=now", last_update());
+  run_for(2);
+  EXPECT_EQ(1, slurm.count("update 7 start=now"));
+}
+
 TEST_F(PlannerTest, SlurmRequeueWithoutFaultIsLeftAlone) {
   add_job(7, "n[1-2]");
   pass();
