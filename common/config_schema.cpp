@@ -3,6 +3,8 @@
 // rejected and the whole key list can be enumerated for the documentation test.
 #include <algorithm>
 #include <functional>
+#include <mutex>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -289,10 +291,17 @@ std::optional<std::string> absolute_path_rule(const std::string& v, bool allow_e
 const Validator kAbsolutePath = [](const std::string& v) { return absolute_path_rule(v, false); };
 const Validator kOptionalAbsolutePath = [](const std::string& v) { return absolute_path_rule(v, true); };
 
+// Compiled on first use: this file is linked into spank_safe.so, which every sbatch/srun loads,
+// and compiling regexes at load time would slow down every submission.
 Validator regex_rule(const char* pattern, const char* description) {
-  auto re = std::make_shared<std::regex>(pattern);
-  return [re, description](const std::string& v) -> std::optional<std::string> {
-    if (std::regex_match(v, *re)) return std::nullopt;
+  struct Lazy {
+    std::once_flag once;
+    std::optional<std::regex> re;
+  };
+  auto lazy = std::make_shared<Lazy>();
+  return [lazy, pattern, description](const std::string& v) -> std::optional<std::string> {
+    std::call_once(lazy->once, [&] { lazy->re.emplace(pattern); });
+    if (std::regex_match(v, *lazy->re)) return std::nullopt;
     return std::string(description);
   };
 }
@@ -301,12 +310,8 @@ const Validator kWorkspaceName =
 const Validator kPrincipalName = regex_rule("[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\\$?", "expects a user or group name");
 const Validator kSlurmName =
     regex_rule("([A-Za-z0-9_.-]{1,64})?", "expects a Slurm name (letters, digits, '_', '.', '-') or nothing");
-const Validator kNonEmpty = [](const std::string& v) -> std::optional<std::string> {
-  if (v.empty()) return "must not be empty";
-  return std::nullopt;
-};
 const Validator kListenAddress = [](const std::string& v) -> std::optional<std::string> {
-  static const std::regex re("(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9_.-]+):([0-9]{1,5})");
+  static const std::regex re("(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9_.-]+):([0-9]{1,5})");  // first use only
   std::smatch m;
   if (!std::regex_match(v, m, re) || std::stoi(m[2]) < 1 || std::stoi(m[2]) > 65535)
     return "expects HOST:PORT with a port 1..65535 (e.g. 127.0.0.1:9810)";
@@ -326,6 +331,16 @@ void read_health_level(MapScope& s, const char* key, HealthLevel& out) {
   s.enumeration(key, out, {{"strict", HealthLevel::strict}, {"standard", HealthLevel::standard}, {"off", HealthLevel::off}});
 }
 
+// Retry defaults and caps, read the same way for a workspace and for jobs outside workspaces.
+void read_retry_policy(MapScope& s, int& default_retries, int& max_retries, HealthLevel& default_health) {
+  s.integer("default_retries", default_retries, 0, 50);
+  s.integer("max_retries", max_retries, 0, 50);
+  read_health_level(s, "default_health", default_health);
+  if (default_retries > max_retries)
+    s.context().error(s.mark_of("default_retries"), s.name("default_retries") + ": " + std::to_string(default_retries) +
+                                                        " exceeds max_retries " + std::to_string(max_retries));
+}
+
 void read_workspace(MapScope& s, WorkspaceConfig& w) {
   s.string("name", w.name, kWorkspaceName);
   if (!s.has("name") && s.context().key_paths == nullptr)
@@ -336,24 +351,12 @@ void read_workspace(MapScope& s, WorkspaceConfig& w) {
   s.string("qos", w.qos, kSlurmName);
   s.string_list("users", w.users, kPrincipalName);
   s.string_list("groups", w.groups, kPrincipalName);
-  s.integer("default_retries", w.default_retries, 0, 50);
-  s.integer("max_retries", w.max_retries, 0, 50);
-  read_health_level(s, "default_health", w.default_health);
-  if (w.default_retries > w.max_retries)
-    s.context().error(s.mark_of("default_retries"),
-                      s.name("default_retries") + ": " + std::to_string(w.default_retries) + " exceeds max_retries " +
-                          std::to_string(w.max_retries));
+  read_retry_policy(s, w.default_retries, w.max_retries, w.default_health);
 }
 
 void read_admission(MapScope& s, AdmissionConfig& a) {
   s.boolean("require_workspace", a.require_workspace);
-  s.integer("default_retries", a.default_retries, 0, 50);
-  s.integer("max_retries", a.max_retries, 0, 50);
-  read_health_level(s, "default_health", a.default_health);
-  if (a.default_retries > a.max_retries)
-    s.context().error(s.mark_of("default_retries"),
-                      s.name("default_retries") + ": " + std::to_string(a.default_retries) + " exceeds max_retries " +
-                          std::to_string(a.max_retries));
+  read_retry_policy(s, a.default_retries, a.max_retries, a.default_health);
 }
 
 void read_mount(MapScope& s, MountRequirement& m) {

@@ -31,4 +31,14 @@ std::optional<JobUser> lookup_job_user(uid_t uid) {
   return user;
 }
 
+std::optional<JobUser> JobUserCache::get(uid_t uid, std::time_t now) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = entries_.find(uid);
+  if (it != entries_.end() && now - it->second.fetched < ttl_ && now >= it->second.fetched) return it->second.user;
+  if (entries_.size() > 100000) entries_.clear();  // bounded: a uid scan cannot grow it forever
+  std::optional<JobUser> user = lookup_(uid);
+  if (user) entries_[uid] = Entry{now, user};  // a missing user may be added any moment: not cached
+  return user;
+}
+
 }  // namespace safe

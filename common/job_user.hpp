@@ -3,7 +3,10 @@
 
 #include <sys/types.h>
 
+#include <ctime>
+#include <mutex>
 #include <optional>
+#include <unordered_map>
 
 #include "common/admission.hpp"
 
@@ -11,5 +14,29 @@ namespace safe {
 
 // nullopt when the uid has no passwd entry.
 std::optional<JobUser> lookup_job_user(uid_t uid);
+
+}  // namespace safe
+
+namespace safe {
+
+// Lookups remembered for `ttl_seconds`: slurmctld reviews every submission, and a user database
+// read (files, LDAP, sssd) per job would add up. Group changes are seen after the TTL.
+class JobUserCache {
+ public:
+  using Lookup = std::optional<JobUser> (*)(uid_t);
+  explicit JobUserCache(int ttl_seconds = 60, Lookup lookup = lookup_job_user)
+      : ttl_(ttl_seconds), lookup_(lookup) {}
+  std::optional<JobUser> get(uid_t uid, std::time_t now);
+
+ private:
+  struct Entry {
+    std::time_t fetched;
+    std::optional<JobUser> user;
+  };
+  int ttl_;
+  Lookup lookup_;
+  std::mutex mutex_;
+  std::unordered_map<uid_t, Entry> entries_;
+};
 
 }  // namespace safe

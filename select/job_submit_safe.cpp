@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,11 @@ namespace {
 // slurmctld's environment may point SaFE at another config ($SAFE_CONFIG), as tests do.
 safe::ConfigCache& config_cache() {
   static safe::ConfigCache cache(safe::config_path_from_env());
+  return cache;
+}
+
+safe::JobUserCache& user_cache() {
+  static safe::JobUserCache cache;
   return cache;
 }
 
@@ -89,7 +95,7 @@ int review_job(job_desc_msg_t* job, char** err_msg) {
   auto config = current_config();
   if (!config) return SLURM_SUCCESS;  // no config: admit unchanged (logged once by the cache)
 
-  auto user = safe::lookup_job_user(job->user_id);
+  auto user = user_cache().get(job->user_id, std::time(nullptr));
   if (!user) {
     set_message(err_msg, "safe: cannot resolve user id " + std::to_string(job->user_id) +
                              " on the controller; ask an administrator to check NSS on the slurmctld host");
@@ -99,7 +105,9 @@ int review_job(job_desc_msg_t* job, char** err_msg) {
   set_message(err_msg, review.message);
   if (!review.accepted) {
     slurm_info("job_submit/safe: rejected a job of %s: %s", user->name.c_str(), review.message.c_str());
-    return SLURM_ERROR;
+    // sbatch prints Slurm's text for this code after our message: a policy refusal reads better
+    // as "Access/permission denied" than as "Unspecified error".
+    return ESLURM_ACCESS_DENIED;
   }
   apply_changes(job, review.changes);
   return SLURM_SUCCESS;
@@ -138,7 +146,7 @@ int review_update_request(job_desc_msg_t* job, uint32_t submit_uid, char** err_m
   if (!config) return SLURM_SUCCESS;
   // slurmctld runs as SlurmUser: that uid and root are the administrators.
   bool is_admin = submit_uid == 0 || submit_uid == getuid();
-  auto user = safe::lookup_job_user(submit_uid);
+  auto user = user_cache().get(submit_uid, std::time(nullptr));
   if (!user) user = safe::JobUser{"uid " + std::to_string(submit_uid), {}};
   safe::JobUpdate update;
   if (is_set(job->licenses)) update.licenses = job->licenses;

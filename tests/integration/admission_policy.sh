@@ -4,6 +4,7 @@
 # recorded on the job, retrying jobs requeue with their output appended, and the job's own user
 # owns its checkpoint directory.
 set -euo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 (($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
 use_cluster "$1"
@@ -12,29 +13,21 @@ chmod 1777 "$work"
 trap 'scancel --name=safe-pol-test >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 cd "$work"
 
-expect_rejected() {
-    local expected=$1 out rc
-    shift
-    set +e
-    out=$("$@" 2>&1)
-    rc=$?
-    set -e
-    ((rc != 0)) || fail "'$*' was accepted; expected: $expected"
-    assert_contains "$out" "$expected" "'$*'"
-}
-expect_rejected "sbatch: error: safe: unknown workspace 'nope'; you may use: ml, research" \
+expect_failure "sbatch: error: safe: unknown workspace 'nope'; you may use: ml, research" \
     sbatch --safe-workspace=nope --wrap true
-expect_rejected "safe: the job asks for 16 GPUs but workspace 'ml' has a quota of 8; ask for at most 8 GPUs" \
+expect_failure "safe: the job asks for 16 GPUs but workspace 'ml' has a quota of 8; ask for at most 8 GPUs" \
     sbatch --safe-workspace=ml -N2 --gpus-per-node=8 --wrap true
-expect_rejected "safe: the job asks for 9 GPUs but workspace 'ml' has a quota of 8" \
+expect_failure "safe: the job asks for 9 GPUs but workspace 'ml' has a quota of 8" \
     srun --safe-workspace=ml --gpus=9 true
-expect_rejected "safe: licenses named safe_ws_* carry workspace GPU quotas" \
+expect_failure "safe: workspace 'research' runs in partition 'gpu', not 'cpu'; drop -p/--partition or use -p gpu" \
+    sbatch --safe-workspace=research -p cpu --wrap true
+expect_failure "safe: licenses named safe_ws_* carry workspace GPU quotas" \
     sbatch -L safe_ws_ml:1 --wrap true
 
 # A non-member: a user created for this test.
 id safetest >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash safetest
 as_user() { runuser -u safetest -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" "$@"; }
-expect_rejected "safe: user 'safetest' is not a member of workspace 'ml'; you are not a member of any workspace" \
+expect_failure "safe: user 'safetest' is not a member of workspace 'ml'; you are not a member of any workspace" \
     as_user sbatch --safe-workspace=ml --wrap true
 
 # The checkpoint directory belongs to the job's user, never to root.
@@ -43,6 +36,16 @@ jobid=$(as_user sbatch --parsable --wait -o "$work/owner.out" "--safe-ckpt-dir=$
 assert_eq "safetest" "$(head -1 "$work/owner.out")" "job user"
 assert_eq "safetest" "$(stat -c '%U' "$work/u")" "owner of the created parent"
 assert_eq "safetest" "$(stat -c '%U' "$work/u/ckpt/run1")" "owner of the checkpoint directory"
+
+# scontrol update: users may not change what the quota was computed from; administrators may.
+held=$(as_user sbatch --parsable --hold --job-name=safe-pol-test -o /dev/null --gpus=1 --wrap true)
+expect_failure "Access/permission denied" as_user scontrol update jobid="$held" Licenses=foo:1
+expect_failure "Access/permission denied" as_user scontrol update jobid="$held" NumNodes=2
+wait_for "grep -q 'refused an update by safetest: safe: a job.s licenses cannot be changed' '$SAFE_CLUSTER_DIR/log/slurmctld.log'" 10 \
+    "grep job_submit/safe '$SAFE_CLUSTER_DIR/log/slurmctld.log' | tail -5"
+as_user scontrol update jobid="$held" TimeLimit=10 || fail "an unrelated update was refused"
+scontrol update jobid="$held" NumNodes=2 || fail "root's update was refused"
+scancel "$held"
 
 # Metadata, defaults and licenses on an accepted job.
 jobid=$(sbatch --parsable --hold --job-name=safe-pol-test --safe-workspace=ml --safe-retries=9 --gpus-per-node=2 -N2 \

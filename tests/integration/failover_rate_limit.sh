@@ -23,7 +23,7 @@ YAML
 use_cluster "$dir"
 
 t0=$(date +%s)
-for i in $(seq 1 50); do
+for _ in $(seq 1 50); do
     sbatch --parsable -N1 --safe-retries=1 -o /dev/null --wrap 'exit 75' >/dev/null
 done
 restarted() { squeue -h -t all -o '%i' | while read -r j; do job_field "$j" Restarts; done | grep -c '^1$' || true; }

@@ -59,3 +59,15 @@ cluster_procs() {
         fi
     done
 }
+
+# expect_failure EXPECTED CMD...: CMD must fail and print (stdout or stderr) EXPECTED.
+expect_failure() {
+    local expected=$1 out rc
+    shift
+    set +e
+    out=$("$@" 2>&1)
+    rc=$?
+    set -e
+    ((rc != 0)) || fail "'$*' succeeded; expected it to fail with: $expected"
+    assert_contains "$out" "$expected" "'$*'"
+}

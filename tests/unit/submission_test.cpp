@@ -12,6 +12,7 @@
 #include "common/checkpoint_scan.hpp"
 #include "common/job_environment.hpp"
 #include "common/job_metadata.hpp"
+#include "common/job_user.hpp"
 #include "common/slurm_fragments.hpp"
 #include "common/submission.hpp"
 
@@ -106,6 +107,28 @@ const UpdateCase kUpdateCases[] = {
 };
 INSTANTIATE_TEST_SUITE_P(Updates, UpdateTest, ::testing::ValuesIn(kUpdateCases),
                          [](const auto& info) { return std::string(info.param.name); });
+
+int g_lookups = 0;
+std::optional<JobUser> counting_lookup(uid_t uid) {
+  ++g_lookups;
+  if (uid == 404) return std::nullopt;
+  return JobUser{"u" + std::to_string(uid), {}};
+}
+
+TEST(JobUserCache, RemembersLookupsForTheTtl) {
+  g_lookups = 0;
+  JobUserCache cache(60, counting_lookup);
+  EXPECT_EQ(cache.get(1000, 100)->name, "u1000");
+  EXPECT_EQ(cache.get(1000, 159)->name, "u1000");
+  EXPECT_EQ(g_lookups, 1);
+  EXPECT_EQ(cache.get(1000, 160)->name, "u1000");  // expired: looked up again
+  EXPECT_EQ(g_lookups, 2);
+  EXPECT_FALSE(cache.get(404, 160).has_value());
+  EXPECT_FALSE(cache.get(404, 161).has_value());  // unknown users are not remembered
+  EXPECT_EQ(g_lookups, 4);
+  EXPECT_EQ(cache.get(1000, 50)->name, "u1000");  // clock went back: look up again
+  EXPECT_EQ(g_lookups, 5);
+}
 
 TEST(JobMetadata, RoundTrips) {
   JobMetadata m;
