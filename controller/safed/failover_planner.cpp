@@ -143,18 +143,26 @@ void FailoverPlanner::reconcile(const std::vector<SlurmJob>& jobs, const std::ve
   store_.begin();
   try {
     observe_nodes(nodes, now);
-    std::set<std::uint32_t> present;
+    ++pass_;
     for (const SlurmJob& job : jobs) {
       // Cheap filter first: most jobs of a large cluster are not SaFE's.
       if (job.admin_comment.find(kMetadataPrefix) == std::string::npos) continue;
-      auto meta = parse_job_metadata(job.admin_comment);
-      if (!meta) continue;
-      present.insert(job.id);
-      observe_job(job, *meta, now);
+      auto it = jobs_.find(job.id);
+      if (it == jobs_.end() || it->second.admin_comment != job.admin_comment) {
+        auto meta = parse_job_metadata(job.admin_comment);
+        if (!meta) continue;
+        TrackedJob& t = jobs_[job.id];
+        t.admin_comment = job.admin_comment;
+        t.meta = std::move(*meta);
+        it = jobs_.find(job.id);
+      }
+      it->second.seen_pass = pass_;
+      observe_job(job, it->second.meta, now);
     }
     // Failovers of jobs Slurm no longer knows (purged after MinJobAge) cannot go on.
     for (auto it = open_.begin(); it != open_.end();) {
-      if (present.count(it->first.first)) {
+      auto tracked = jobs_.find(it->first.first);
+      if (tracked != jobs_.end() && tracked->second.seen_pass == pass_) {
         ++it;
         continue;
       }
@@ -164,8 +172,8 @@ void FailoverPlanner::reconcile(const std::vector<SlurmJob>& jobs, const std::ve
       it = open_.erase(it);
     }
     for (auto it = jobs_.begin(); it != jobs_.end();) {
-      if (!present.count(it->first)) {
-        if (it->second.record.end_time == 0) {
+      if (it->second.seen_pass != pass_) {
+        if (it->second.record.end_time == 0 && it->second.seen) {
           it->second.record.end_time = now;
           if (it->second.record.state == "running" || it->second.record.state == "pending")
             it->second.record.state = "gone";
@@ -188,8 +196,10 @@ void FailoverPlanner::observe_nodes(const std::vector<SlurmNode>& nodes, long lo
   node_index_.clear();
   node_index_.reserve(nodes_.size());
   for (const SlurmNode& n : nodes_) node_index_[n.name] = &n;
+  bad_node_count_ = 0;
   for (const SlurmNode& n : nodes_) {
     NodeCondition c = node_condition(n);
+    if (c == NodeCondition::safe_drain || c == NodeCondition::quarantined) ++bad_node_count_;
     auto known = last_fault_key_.find(n.name);
     if (known == last_fault_key_.end()) {
       long long since = std::max(now - config_.failover.lemon_window_s, store_.last_release(n.name));
@@ -290,7 +300,12 @@ void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, 
       t.record.state = state_text(job.state);
     }
   }
-  JobRecord before = t.record;
+  struct {
+    std::string state, last_class;
+    int retries_used, max_retries;
+    long long end_time, updated;
+  } before{t.record.state, t.record.last_class, t.record.retries_used, t.record.max_retries, t.record.end_time,
+           t.record.updated};
   t.record.max_retries = meta.settings.retries;
   t.record.retries_used = std::max(t.record.retries_used, meta.retries_used);
 
@@ -305,7 +320,7 @@ void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, 
     t.last_progress = now;
     store_.put_attempt({job.id, job.restart_cnt, job.nodes, job.start_time, 0, "", "", "", ""});
     // A failover of an earlier run is over: the job runs again (the MTTR sample).
-    for (auto& f : store_.failovers(job.id)) {
+    for (auto& f : job.restart_cnt > 0 ? store_.failovers(job.id) : std::vector<FailoverRecord>{}) {
       if (f.phase != FailoverPhase::done || f.running_again_time || f.attempt >= job.restart_cnt) continue;
       f.running_again_time = now;
       store_.put_failover(f);
@@ -330,19 +345,25 @@ void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, 
   }
 
   // A failover in progress for this job goes on first.
-  for (auto it = open_.lower_bound({job.id, -1}); it != open_.end() && it->first.first == job.id;) {
+  for (auto it = open_.empty() ? open_.end() : open_.lower_bound({job.id, -1});
+       it != open_.end() && it->first.first == job.id;) {
     FailoverRecord& f = it->second;
     advance(f, t, job, meta, now);
     if (f.phase == FailoverPhase::done || f.phase == FailoverPhase::refused) it = open_.erase(it);
     else ++it;
   }
-  bool failing_over = open_.lower_bound({job.id, -1}) != open_.end() && open_.lower_bound({job.id, -1})->first.first == job.id;
+  auto next_open = open_.lower_bound({job.id, -1});
+  bool failing_over = next_open != open_.end() && next_open->first.first == job.id;
 
   if (!failing_over) {
     if (job.state == SlurmJobState::running && !job.completing && t.classified_attempt < job.restart_cnt) {
       JobFailure failure;
       failure.end = JobEnd::running_on_bad_node;
-      for (const std::string& n : expand_hostlist(job.nodes)) {
+      if (bad_node_count_ > 0 && t.nodes_text != job.nodes) {
+        t.nodes_text = job.nodes;
+        t.node_names = expand_hostlist(job.nodes);
+      }
+      for (const std::string& n : bad_node_count_ > 0 ? t.node_names : std::vector<std::string>{}) {
         auto it = node_index_.find(n);
         if (it == node_index_.end()) continue;
         NodeCondition c = node_condition(*it->second);

@@ -36,6 +36,11 @@ struct TrackedJob {
   int classified_attempt = -1;  // restart count of the last attempt classified
   SlurmJobState last_state = SlurmJobState::pending;
   bool seen = false;
+  long long seen_pass = 0;
+  std::string admin_comment;  // as last parsed into `meta`
+  JobMetadata meta;
+  std::string nodes_text;     // as last expanded into `node_names`
+  std::vector<std::string> node_names;
   long long expected_start = 0;  // StartTime safed set after a requeue, until the job runs
   // hang detection
   long long output_size = -1, heartbeat_mtime = 0, last_progress = 0;
@@ -101,6 +106,8 @@ class FailoverPlanner {
   std::map<std::string, QuarantineRecord> quarantined_;
   std::unordered_map<std::string, const SlurmNode*> node_index_;
   std::vector<SlurmNode> nodes_;
+  std::size_t bad_node_count_ = 0;  // safe_drain + quarantined nodes in this pass
+  long long pass_ = 0;
   PlannerCounters counters_;
   std::vector<std::string> log_;
   std::map<std::uint32_t, std::string> last_deferral_;  // job -> last deferral logged

@@ -7,14 +7,16 @@
 namespace safe {
 namespace {
 
-// One prepared statement, finalized on scope exit; binds by position.
+// One use of a prepared statement from the store's cache (prepared once per SQL text, reset
+// after each use: preparing per call dominated a pass that records thousands of jobs); binds by
+// position.
 class Statement {
  public:
-  Statement(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
-      throw std::runtime_error(std::string("safed: state store: ") + sqlite3_errmsg(db));
+  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  ~Statement() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
   }
-  ~Statement() { sqlite3_finalize(stmt_); }
   Statement& bind(long long v) {
     sqlite3_bind_int64(stmt_, ++n_, v);
     return *this;
@@ -142,7 +144,20 @@ StateStore::StateStore(const std::string& path) {
   exec(kSchema);
 }
 
-StateStore::~StateStore() { sqlite3_close(db_); }
+StateStore::~StateStore() {
+  for (auto& [sql, stmt] : statements_) sqlite3_finalize(stmt);
+  sqlite3_close(db_);
+}
+
+sqlite3_stmt* StateStore::prepare(const std::string& sql) {
+  auto it = statements_.find(sql);
+  if (it != statements_.end()) return it->second;
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v3(db_, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) != SQLITE_OK)
+    throw std::runtime_error(std::string("safed: state store: ") + sqlite3_errmsg(db_));
+  statements_.emplace(sql, stmt);
+  return stmt;
+}
 
 void StateStore::exec(const char* sql) {
   char* err = nullptr;
@@ -157,14 +172,14 @@ void StateStore::begin() { exec("BEGIN"); }
 void StateStore::commit() { exec("COMMIT"); }
 
 void StateStore::put_job(const JobRecord& j) {
-  Statement q(db_, "INSERT OR REPLACE INTO jobs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  Statement q(db_, prepare("INSERT OR REPLACE INTO jobs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   q.bind(j.job_id).bind(j.name).bind(j.workspace).bind(j.submit_time).bind(j.max_retries).bind(j.retries_used);
   q.bind(j.gpus).bind(j.state).bind(j.last_class).bind(j.last_evidence).bind(j.run_seconds).bind(j.end_time);
   q.bind(j.updated).bind(j.user_exclude).step();
 }
 
 std::optional<JobRecord> StateStore::job(std::uint32_t id) {
-  Statement q(db_, (std::string("SELECT ") + kJobColumns + " FROM jobs WHERE job_id = ?").c_str());
+  Statement q(db_, prepare(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE job_id = ?"));
   q.bind(id);
   if (!q.step()) return std::nullopt;
   return read_job(q);
@@ -173,7 +188,7 @@ std::optional<JobRecord> StateStore::job(std::uint32_t id) {
 std::vector<JobRecord> StateStore::jobs(bool include_finished, int limit) {
   std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs" +
                     (include_finished ? "" : " WHERE end_time = 0") + " ORDER BY job_id DESC LIMIT ?";
-  Statement q(db_, sql.c_str());
+  Statement q(db_, prepare(sql));
   q.bind(limit);
   std::vector<JobRecord> out;
   while (q.step()) out.push_back(read_job(q));
@@ -181,15 +196,14 @@ std::vector<JobRecord> StateStore::jobs(bool include_finished, int limit) {
 }
 
 void StateStore::put_attempt(const AttemptRecord& a) {
-  Statement q(db_, "INSERT OR REPLACE INTO attempts VALUES (?,?,?,?,?,?,?,?,?)");
+  Statement q(db_, prepare("INSERT OR REPLACE INTO attempts VALUES (?,?,?,?,?,?,?,?,?)"));
   q.bind(a.job_id).bind(a.attempt).bind(a.nodes).bind(a.start_time).bind(a.end_time).bind(a.end_state);
   q.bind(a.failure_class).bind(a.rule).bind(a.evidence).step();
 }
 
 std::vector<AttemptRecord> StateStore::attempts(std::uint32_t job_id) {
-  Statement q(db_,
-              "SELECT job_id, attempt, nodes, start_time, end_time, end_state, failure_class, rule, evidence "
-              "FROM attempts WHERE job_id = ? ORDER BY attempt");
+  Statement q(db_, prepare("SELECT job_id, attempt, nodes, start_time, end_time, end_state, failure_class, rule, "
+                           "evidence FROM attempts WHERE job_id = ? ORDER BY attempt"));
   q.bind(job_id);
   std::vector<AttemptRecord> out;
   while (q.step())
@@ -199,21 +213,21 @@ std::vector<AttemptRecord> StateStore::attempts(std::uint32_t job_id) {
 }
 
 void StateStore::put_failover(const FailoverRecord& f) {
-  Statement q(db_, "INSERT OR REPLACE INTO failovers VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  Statement q(db_, prepare("INSERT OR REPLACE INTO failovers VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   q.bind(f.job_id).bind(f.attempt).bind(f.failure_class).bind(f.evidence).bind(f.bad_nodes).bind(to_string(f.phase));
   q.bind(f.fault_time).bind(f.signal_time).bind(f.requeue_time).bind(f.running_again_time).bind(f.not_before);
   q.bind(f.workspace).bind(f.gpus).step();
 }
 
 std::optional<FailoverRecord> StateStore::failover(std::uint32_t job_id, int attempt) {
-  Statement q(db_, (std::string("SELECT ") + kFailoverColumns + " FROM failovers WHERE job_id = ? AND attempt = ?").c_str());
+  Statement q(db_, prepare((std::string("SELECT ") + kFailoverColumns + " FROM failovers WHERE job_id = ? AND attempt = ?").c_str()));
   q.bind(job_id).bind(attempt);
   if (!q.step()) return std::nullopt;
   return read_failover(q);
 }
 
 std::vector<FailoverRecord> StateStore::failovers(std::uint32_t job_id) {
-  Statement q(db_, (std::string("SELECT ") + kFailoverColumns + " FROM failovers WHERE job_id = ? ORDER BY attempt").c_str());
+  Statement q(db_, prepare((std::string("SELECT ") + kFailoverColumns + " FROM failovers WHERE job_id = ? ORDER BY attempt").c_str()));
   q.bind(job_id);
   std::vector<FailoverRecord> out;
   while (q.step()) out.push_back(read_failover(q));
@@ -221,29 +235,29 @@ std::vector<FailoverRecord> StateStore::failovers(std::uint32_t job_id) {
 }
 
 std::vector<FailoverRecord> StateStore::all_failovers() {
-  Statement q(db_, (std::string("SELECT ") + kFailoverColumns + " FROM failovers ORDER BY job_id, attempt").c_str());
+  Statement q(db_, prepare((std::string("SELECT ") + kFailoverColumns + " FROM failovers ORDER BY job_id, attempt").c_str()));
   std::vector<FailoverRecord> out;
   while (q.step()) out.push_back(read_failover(q));
   return out;
 }
 
 std::vector<FailoverRecord> StateStore::open_failovers() {
-  Statement q(db_, (std::string("SELECT ") + kFailoverColumns +
+  Statement q(db_, prepare((std::string("SELECT ") + kFailoverColumns +
                     " FROM failovers WHERE phase NOT IN ('done', 'refused') ORDER BY job_id, attempt")
-                       .c_str());
+                       .c_str()));
   std::vector<FailoverRecord> out;
   while (q.step()) out.push_back(read_failover(q));
   return out;
 }
 
 bool StateStore::add_node_fault(const NodeFaultRecord& f) {
-  Statement q(db_, "INSERT OR IGNORE INTO node_faults VALUES (?,?,?,?)");
+  Statement q(db_, prepare("INSERT OR IGNORE INTO node_faults VALUES (?,?,?,?)"));
   q.bind(f.node).bind(f.time).bind(f.kind).bind(f.detail).step();
   return sqlite3_changes(db_) > 0;
 }
 
 std::vector<NodeFaultRecord> StateStore::node_faults(const std::string& node, long long since) {
-  Statement q(db_, "SELECT node, time, kind, detail FROM node_faults WHERE node = ? AND time >= ? ORDER BY time");
+  Statement q(db_, prepare("SELECT node, time, kind, detail FROM node_faults WHERE node = ? AND time >= ? ORDER BY time"));
   q.bind(node).bind(since);
   std::vector<NodeFaultRecord> out;
   while (q.step()) out.push_back({q.s(0), q.i(1), q.s(2), q.s(3)});
@@ -251,7 +265,7 @@ std::vector<NodeFaultRecord> StateStore::node_faults(const std::string& node, lo
 }
 
 std::vector<NodeFaultRecord> StateStore::recent_node_faults(int limit) {
-  Statement q(db_, "SELECT node, time, kind, detail FROM node_faults ORDER BY time DESC LIMIT ?");
+  Statement q(db_, prepare("SELECT node, time, kind, detail FROM node_faults ORDER BY time DESC LIMIT ?"));
   q.bind(limit);
   std::vector<NodeFaultRecord> out;
   while (q.step()) out.push_back({q.s(0), q.i(1), q.s(2), q.s(3)});
@@ -259,35 +273,35 @@ std::vector<NodeFaultRecord> StateStore::recent_node_faults(int limit) {
 }
 
 void StateStore::set_quarantine(const QuarantineRecord& r) {
-  Statement q(db_, "INSERT OR REPLACE INTO quarantine VALUES (?,?,?,0)");
+  Statement q(db_, prepare("INSERT OR REPLACE INTO quarantine VALUES (?,?,?,0)"));
   q.bind(r.node).bind(r.since).bind(r.reason).step();
 }
 
 void StateStore::release_quarantine(const std::string& node, long long when) {
-  Statement q(db_, "UPDATE quarantine SET released = ? WHERE node = ? AND released = 0");
+  Statement q(db_, prepare("UPDATE quarantine SET released = ? WHERE node = ? AND released = 0"));
   q.bind(when).bind(node).step();
 }
 
 std::vector<QuarantineRecord> StateStore::quarantined() {
-  Statement q(db_, "SELECT node, since, reason FROM quarantine WHERE released = 0 ORDER BY node");
+  Statement q(db_, prepare("SELECT node, since, reason FROM quarantine WHERE released = 0 ORDER BY node"));
   std::vector<QuarantineRecord> out;
   while (q.step()) out.push_back({q.s(0), q.i(1), q.s(2)});
   return out;
 }
 
 long long StateStore::last_release(const std::string& node) {
-  Statement q(db_, "SELECT released FROM quarantine WHERE node = ?");
+  Statement q(db_, prepare("SELECT released FROM quarantine WHERE node = ?"));
   q.bind(node);
   return q.step() ? q.i(0) : 0;
 }
 
 void StateStore::log_action(const ActionRecord& a) {
-  Statement q(db_, "INSERT INTO actions VALUES (?,?,?,?,?,?)");
+  Statement q(db_, prepare("INSERT INTO actions VALUES (?,?,?,?,?,?)"));
   q.bind(a.time).bind(a.job_id).bind(a.node).bind(a.action).bind(a.detail).bind(a.ok ? 1 : 0).step();
 }
 
 std::vector<ActionRecord> StateStore::actions(std::uint32_t job_id) {
-  Statement q(db_, "SELECT time, job_id, node, action, detail, ok FROM actions WHERE job_id = ? ORDER BY rowid");
+  Statement q(db_, prepare("SELECT time, job_id, node, action, detail, ok FROM actions WHERE job_id = ? ORDER BY rowid"));
   q.bind(job_id);
   std::vector<ActionRecord> out;
   while (q.step()) out.push_back({q.i(0), static_cast<std::uint32_t>(q.i(1)), q.s(2), q.s(3), q.s(4), q.i(5) != 0});

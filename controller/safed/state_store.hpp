@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 struct sqlite3;
@@ -113,8 +114,9 @@ class StateStore {
 
  private:
   void exec(const char* sql);
-  sqlite3_stmt* prepare(const char* sql);
+  sqlite3_stmt* prepare(const std::string& sql);
   sqlite3* db_ = nullptr;
+  std::unordered_map<std::string, sqlite3_stmt*> statements_;
 };
 
 }  // namespace safe
