@@ -6,6 +6,7 @@
 
 #include <boost/program_options.hpp>
 #include <cstdio>
+#include <ctime>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -308,7 +309,10 @@ int job(const std::vector<std::string>& args) {
   }
   std::printf("\nactions:\n");
   json_array_foreach(json_object_get(r, "actions"), i, a) {
-    std::printf("  %lld %s%s %s\n", num(a, "time"), str(a, "action"),
+    std::time_t when = static_cast<std::time_t>(num(a, "time"));
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", std::localtime(&when));
+    std::printf("  %s %s%s %s\n", stamp, str(a, "action"),
                 json_is_true(json_object_get(a, "ok")) ? "" : " (failed)", str(a, "detail"));
   }
   return 0;

@@ -478,6 +478,9 @@ void FailoverPlanner::start_failover(TrackedJob& t, const SlurmJob& job, const J
   }
   if (failure.end != JobEnd::running_on_bad_node && failure.end != JobEnd::hung && !by_slurm && job.end_time)
     f.fault_time = std::min<long long>(f.fault_time, job.end_time);
+  if (failure.end == JobEnd::hung && t.last_progress) f.fault_time = t.last_progress;  // when it stopped
+  if ((failure.end == JobEnd::hung || failure.end == JobEnd::running_on_bad_node) && t.attempt_start)
+    t.record.run_seconds += std::max<long long>(0, now - t.attempt_start);
   long long last_requeue = 0;
   for (const auto& prev : store_.failovers(job.id))
     if (prev.phase == FailoverPhase::done) last_requeue = std::max(last_requeue, prev.requeue_time);
