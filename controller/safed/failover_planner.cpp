@@ -204,7 +204,10 @@ void FailoverPlanner::observe_nodes(const std::vector<SlurmNode>& nodes, long lo
     if (known == last_fault_key_.end()) {
       long long since = std::max(now - config_.failover.lemon_window_s, store_.last_release(n.name));
       faults_[n.name] = store_.node_faults(n.name, since);
-      known = last_fault_key_.emplace(n.name, "").first;
+      // A node already down without a dated reason when safed starts: its fault's time is
+      // unknown, and counting it again at every restart would make a lemon of it.
+      std::string first = c == NodeCondition::down && !n.reason_time ? "fault" : "";
+      known = last_fault_key_.emplace(n.name, first).first;
     }
     auto q = quarantined_.find(n.name);
     if (q != quarantined_.end() && c != NodeCondition::quarantined) {
@@ -331,7 +334,9 @@ void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, 
           std::to_string(now - f.fault_time) + " s after the fault");
     }
   }
-  if (!ended(job.state) && t.record.end_time == 0 && t.record.state != "failing_over") t.record.state = state_text(job.state);
+  if (!ended(job.state) && t.record.end_time == 0 && t.record.state != "failing_over" &&
+      !(t.record.state == "held" && job.state == SlurmJobState::pending))
+    t.record.state = state_text(job.state);
   if (job.state == SlurmJobState::running) t.expected_start = 0;
   if (t.expected_start && job.state == SlurmJobState::pending && !job.completing &&
       job.start_time > std::max(now, t.expected_start) + 5) {

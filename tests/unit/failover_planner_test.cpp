@@ -219,6 +219,32 @@ TEST_F(PlannerTest, WaitsForTheOldRunToWindDownAndLiftsAHoldSlurmPutsBack) {
   EXPECT_EQ(1, slurm.count("update 7 start=now"));
 }
 
+TEST_F(PlannerTest, NodeDeathWithRetriesUsedUpHoldsWhatSlurmRequeued) {
+  add_job(7, "n[1-2]", "safe: retries=2/2 health=standard sig=USR1 hang=0 gpus=2");
+  pass();
+  SlurmNode* n2 = slurm.node("n2");
+  n2->down = true;
+  n2->reason_time = now;
+  SlurmJob* j = slurm.job(7);
+  j->state = SlurmJobState::pending;
+  j->restart_cnt = 1;
+  run_for(2);
+  EXPECT_NE(std::string::npos, last_update().find("update 7 hold comment="));
+  EXPECT_NE(std::string::npos, last_update().find("retries exhausted (2/2)"));
+  EXPECT_EQ("held", store.job(7)->state);
+  EXPECT_EQ(0, slurm.count("update 7 exc"));
+}
+
+TEST_F(PlannerTest, NodeAlreadyDownAtStartIsNotCountedAgainOnEveryRestart) {
+  config.failover.lemon_faults = 2;
+  slurm.node("n5")->down = true;  // no reason time: e.g. never registered
+  for (int restart = 0; restart < 3; ++restart) {
+    planner = std::make_unique<FailoverPlanner>(config, slurm, store, files);
+    run_for(1);
+  }
+  EXPECT_EQ(0, slurm.count("drain n5"));
+}
+
 TEST_F(PlannerTest, SlurmRequeueWithoutFaultIsLeftAlone) {
   add_job(7, "n[1-2]");
   pass();
