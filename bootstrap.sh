@@ -25,7 +25,7 @@ PACKAGES=(
   libyaml-dev libjansson-dev libhwloc-dev librocm-smi-dev libcurl4-openssl-dev libspdlog-dev
   libboost-program-options-dev libsqlite3-dev libcpp-httplib-dev libjwt-dev libssl-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev jq wrk procps iproute2 util-linux shellcheck
+  libgtest-dev libgmock-dev jq curl wrk procps iproute2 util-linux shellcheck
 )
 
 log() { printf '==> %s\n' "$*"; }
