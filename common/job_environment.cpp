@@ -32,6 +32,8 @@ std::vector<std::pair<std::string, std::string>> safe_job_environment(const JobS
       {"SAFE_CKPT_DIR", s.ckpt_dir},
       {"SAFE_RESUME_FROM", resume_from},
       {"SAFE_CKPT_SIGNAL", s.ckpt_signal.to_string()},
+      // Touched by the job to show progress; safed's hang detection reads its time.
+      {"SAFE_HEARTBEAT_FILE", s.ckpt_dir.empty() ? "" : s.ckpt_dir + "/.safe-heartbeat"},
   };
 }
 

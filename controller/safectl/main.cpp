@@ -15,6 +15,11 @@ constexpr const char* kUsage =
     "  config check [FILE]   validate a safe.yaml (default $SAFE_CONFIG or /etc/safe/safe.yaml)\n"
     "  inject --node N --gpu I --fault F   simulate a GPU fault (sim backend only)\n"
     "  render-slurm          print the slurm.conf and plugstack.conf lines SaFE needs\n"
+    "  status                nodes and their health, quarantines, workspaces (from safed)\n"
+    "  jobs [--all]          SaFE jobs with attempts and last failure\n"
+    "  job ID                one job's history: attempts, classifications, evidence, actions\n"
+    "  node release NAME     end a node's quarantine\n"
+    "  (status, jobs, job and node release take --json; without safed they read Slurm directly)\n"
     "\n"
     "Run 'safectl COMMAND --help' for a command's options.\n";
 
@@ -31,6 +36,11 @@ int main(int argc, char** argv) {
       return safe::ctl::config_check({args.begin() + 2, args.end()});
     if (args[0] == "inject") return safe::ctl::inject({args.begin() + 1, args.end()});
     if (args[0] == "render-slurm") return safe::ctl::render_slurm({args.begin() + 1, args.end()});
+    if (args[0] == "status") return safe::ctl::status({args.begin() + 1, args.end()});
+    if (args[0] == "jobs") return safe::ctl::jobs({args.begin() + 1, args.end()});
+    if (args[0] == "job") return safe::ctl::job({args.begin() + 1, args.end()});
+    if (args.size() >= 2 && args[0] == "node" && args[1] == "release")
+      return safe::ctl::node_release({args.begin() + 2, args.end()});
   } catch (const boost::program_options::error& e) {
     std::cerr << "safectl: " << e.what() << "\n";
     return 2;

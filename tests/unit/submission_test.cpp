@@ -172,6 +172,7 @@ TEST(JobEnvironment, SetsEveryVariable) {
       {"SAFE_WORKSPACE", "ml"},      {"SAFE_ATTEMPT", "3"},
       {"SAFE_MAX_RETRIES", "3"},     {"SAFE_CKPT_DIR", "/ckpt/r"},
       {"SAFE_RESUME_FROM", "/ckpt/r/step-100"}, {"SAFE_CKPT_SIGNAL", "USR1@120"},
+      {"SAFE_HEARTBEAT_FILE", "/ckpt/r/.safe-heartbeat"},
   };
   EXPECT_EQ(env, expected);
 }

@@ -1,0 +1,681 @@
+#include "controller/safed/failover_planner.hpp"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "common/hostlist.hpp"
+#include "common/lemon_detection.hpp"
+#include "common/signal_name.hpp"
+
+namespace safe {
+namespace {
+
+// slurmd refuses to start a requeued job again on a node it just left until the job's old
+// credential expires (about 120 s); past that a node is safe to reuse.
+constexpr long long kCredentialExpiry_s = 121;
+
+bool has_prefix(const std::string& s, std::string_view p) { return s.compare(0, p.size(), p) == 0; }
+
+bool ended(SlurmJobState s) {
+  return s != SlurmJobState::pending && s != SlurmJobState::running && s != SlurmJobState::suspended &&
+         s != SlurmJobState::other;
+}
+
+JobEnd job_end(SlurmJobState s) {
+  switch (s) {
+    case SlurmJobState::complete: return JobEnd::completed;
+    case SlurmJobState::cancelled: return JobEnd::cancelled;
+    case SlurmJobState::timeout: return JobEnd::timeout;
+    case SlurmJobState::node_fail: return JobEnd::node_fail;
+    case SlurmJobState::preempted: return JobEnd::preempted;
+    case SlurmJobState::boot_fail: return JobEnd::boot_fail;
+    case SlurmJobState::deadline: return JobEnd::deadline;
+    case SlurmJobState::out_of_memory: return JobEnd::out_of_memory;
+    default: return JobEnd::failed;
+  }
+}
+
+std::string state_text(SlurmJobState s) {
+  switch (s) {
+    case SlurmJobState::pending: return "pending";
+    case SlurmJobState::running: return "running";
+    case SlurmJobState::suspended: return "suspended";
+    case SlurmJobState::complete: return "completed";
+    case SlurmJobState::cancelled: return "cancelled";
+    case SlurmJobState::failed: return "failed";
+    case SlurmJobState::timeout: return "timeout";
+    case SlurmJobState::node_fail: return "node_fail";
+    case SlurmJobState::preempted: return "preempted";
+    case SlurmJobState::boot_fail: return "boot_fail";
+    case SlurmJobState::deadline: return "deadline";
+    case SlurmJobState::out_of_memory: return "out_of_memory";
+    default: return "other";
+  }
+}
+
+// The output file as Slurm names it: patterns %j %J %A %x %u %% (enough for batch jobs).
+std::string output_path(const SlurmJob& job) {
+  std::string pattern = job.std_out.empty() ? "slurm-%j.out" : job.std_out;
+  std::string out;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%' || i + 1 == pattern.size()) {
+      out += pattern[i];
+      continue;
+    }
+    char c = pattern[++i];
+    if (c == 'j' || c == 'J' || c == 'A') out += std::to_string(job.id);
+    else if (c == 'x') out += job.name;
+    else if (c == '%') out += '%';
+    else out += std::string("%") + c;
+  }
+  if (!out.empty() && out[0] != '/' && !job.work_dir.empty()) out = job.work_dir + "/" + out;
+  return out;
+}
+
+ExitStatus job_exit(const SlurmJob& job) {
+  ExitStatus e = decode_wait_status(job.exit_code);
+  if (e.code == 0 && e.signal == 0) e = decode_wait_status(job.derived_ec);
+  return e;
+}
+
+}  // namespace
+
+std::string_view to_string(NodeCondition c) {
+  switch (c) {
+    case NodeCondition::ok: return "ok";
+    case NodeCondition::safe_drain: return "safe_drain";
+    case NodeCondition::quarantined: return "quarantined";
+    case NodeCondition::down: return "down";
+    case NodeCondition::admin_drain: return "admin_drain";
+  }
+  return "ok";
+}
+
+NodeCondition node_condition(const SlurmNode& n) {
+  if (n.drain && has_prefix(n.reason, kQuarantinePrefix)) return NodeCondition::quarantined;
+  if (n.down) return NodeCondition::down;
+  if (n.drain && has_prefix(n.reason, kSafeDrainPrefix)) return NodeCondition::safe_drain;
+  if (n.drain) return NodeCondition::admin_drain;
+  return NodeCondition::ok;
+}
+
+FailoverPlanner::FailoverPlanner(SafeConfig config, SlurmClient& slurm, StateStore& store, JobFiles& files)
+    : config_(std::move(config)), slurm_(slurm), store_(store), files_(files),
+      limiter_(config_.failover.rate_limit_per_minute) {
+  for (const auto& f : store_.all_failovers()) {
+    if (f.phase != FailoverPhase::done && f.phase != FailoverPhase::refused) open_[{f.job_id, f.attempt}] = f;
+    if (f.phase == FailoverPhase::done) {
+      ++counters_.failovers_by_class[f.failure_class];
+      if (f.requeue_time) limiter_.record(f.requeue_time);
+      if (f.running_again_time) {
+        double lost = static_cast<double>(f.running_again_time - f.fault_time);
+        counters_.mttr_samples.push_back(lost);
+        counters_.time_lost_by_workspace[f.workspace] += lost;
+      }
+    }
+  }
+  for (const auto& q : store_.quarantined()) quarantined_[q.node] = q;
+}
+
+void FailoverPlanner::set_config(SafeConfig config) {
+  config_ = std::move(config);
+  limiter_.set_limit(config_.failover.rate_limit_per_minute);
+}
+
+std::vector<std::string> FailoverPlanner::take_log() { return std::exchange(log_, {}); }
+
+void FailoverPlanner::log(std::string line) { log_.push_back(std::move(line)); }
+
+void FailoverPlanner::checkpoint_store() {
+  store_.commit();
+  store_.begin();
+}
+
+void FailoverPlanner::log_action(long long now, std::uint32_t job, const std::string& node, const std::string& action,
+                                 const std::string& detail, bool ok) {
+  store_.log_action({now, job, node, action, detail, ok});
+  std::string who = job ? "job " + std::to_string(job) : "node " + node;
+  log("safed: " + who + ": " + action + (ok ? "" : " FAILED") + (detail.empty() ? "" : ": " + detail));
+}
+
+void FailoverPlanner::reconcile(const std::vector<SlurmJob>& jobs, const std::vector<SlurmNode>& nodes, long long now) {
+  store_.begin();
+  try {
+    observe_nodes(nodes, now);
+    ++pass_;
+    for (const SlurmJob& job : jobs) {
+      // Cheap filter first: most jobs of a large cluster are not SaFE's.
+      if (job.admin_comment.find(kMetadataPrefix) == std::string::npos) continue;
+      auto it = jobs_.find(job.id);
+      if (it == jobs_.end() || it->second.admin_comment != job.admin_comment) {
+        auto meta = parse_job_metadata(job.admin_comment);
+        if (!meta) continue;
+        TrackedJob& t = jobs_[job.id];
+        t.admin_comment = job.admin_comment;
+        t.meta = std::move(*meta);
+        it = jobs_.find(job.id);
+      }
+      it->second.seen_pass = pass_;
+      observe_job(job, it->second.meta, now);
+    }
+    // Failovers of jobs Slurm no longer knows (purged after MinJobAge) cannot go on.
+    for (auto it = open_.begin(); it != open_.end();) {
+      auto tracked = jobs_.find(it->first.first);
+      if (tracked != jobs_.end() && tracked->second.seen_pass == pass_) {
+        ++it;
+        continue;
+      }
+      it->second.phase = FailoverPhase::refused;
+      store_.put_failover(it->second);
+      log("safed: job " + std::to_string(it->first.first) + " left Slurm during its failover; given up");
+      it = open_.erase(it);
+    }
+    for (auto it = jobs_.begin(); it != jobs_.end();) {
+      if (it->second.seen_pass != pass_) {
+        if (it->second.record.end_time == 0 && it->second.seen) {
+          it->second.record.end_time = now;
+          if (it->second.record.state == "running" || it->second.record.state == "pending")
+            it->second.record.state = "gone";
+          store_.put_job(it->second.record);
+        }
+        it = jobs_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    store_.commit();
+  } catch (...) {
+    store_.commit();
+    throw;
+  }
+}
+
+void FailoverPlanner::observe_nodes(const std::vector<SlurmNode>& nodes, long long now) {
+  nodes_ = nodes;
+  node_index_.clear();
+  node_index_.reserve(nodes_.size());
+  for (const SlurmNode& n : nodes_) node_index_[n.name] = &n;
+  bad_node_count_ = 0;
+  for (const SlurmNode& n : nodes_) {
+    NodeCondition c = node_condition(n);
+    if (c == NodeCondition::safe_drain || c == NodeCondition::quarantined) ++bad_node_count_;
+    auto known = last_fault_key_.find(n.name);
+    if (known == last_fault_key_.end()) {
+      long long since = std::max(now - config_.failover.lemon_window_s, store_.last_release(n.name));
+      faults_[n.name] = store_.node_faults(n.name, since);
+      // A node already down without a dated reason when safed starts: its fault's time is
+      // unknown, and counting it again at every restart would make a lemon of it.
+      std::string first = c == NodeCondition::down && !n.reason_time ? "fault" : "";
+      known = last_fault_key_.emplace(n.name, first).first;
+    }
+    auto q = quarantined_.find(n.name);
+    if (q != quarantined_.end() && c != NodeCondition::quarantined) {
+      if (n.drain || n.down) {
+        // Someone replaced our reason (e.g. the health checker drained it again): restore it.
+        std::string err = slurm_.drain_node(n.name, q->second.reason);
+        if (!err.empty()) log("safed: node " + n.name + ": cannot restore its quarantine: " + err);
+      } else {
+        store_.release_quarantine(n.name, now);
+        log_action(now, 0, n.name, "quarantine ended", "resumed outside SaFE (scontrol)", true);
+        quarantined_.erase(q);
+        faults_[n.name].clear();
+      }
+    }
+    // One fault per episode: a node that goes from not responding to DOWN, or whose SaFE reason
+    // is reworded, has still failed once.
+    bool faulty = c == NodeCondition::safe_drain || c == NodeCondition::down;
+    if (faulty && known->second.empty()) record_fault(n, c, now);
+    known->second = faulty || c == NodeCondition::quarantined ? "fault" : "";
+  }
+}
+
+void FailoverPlanner::record_fault(const SlurmNode& n, NodeCondition c, long long now) {
+  NodeFaultRecord rec{n.name, n.reason_time ? static_cast<long long>(n.reason_time) : now,
+                      c == NodeCondition::down ? "down" : "safe_drain", n.reason.empty() ? "not responding" : n.reason};
+  if (!store_.add_node_fault(rec)) return;  // seen before this restart
+  auto& list = faults_[n.name];
+  list.push_back(rec);
+  log("safed: node " + n.name + ": fault recorded (" + rec.kind + ": " + rec.detail + ")");
+  if (quarantined_.count(n.name)) return;
+  std::vector<long long> times;
+  for (const auto& f : list) times.push_back(f.time);
+  const auto& fc = config_.failover;
+  if (!is_lemon(times, now, fc.lemon_faults, fc.lemon_window_s)) return;
+  std::string reason = quarantine_reason(n.name, static_cast<int>(times.size()), fc.lemon_window_s, rec.detail);
+  checkpoint_store();
+  std::string err = slurm_.drain_node(n.name, reason);
+  log_action(now, 0, n.name, "quarantine", err.empty() ? reason : err, err.empty());
+  if (!err.empty()) return;
+  QuarantineRecord q{n.name, now, reason};
+  store_.set_quarantine(q);
+  quarantined_[n.name] = q;
+  ++counters_.quarantines;
+}
+
+std::string FailoverPlanner::release_node(const std::string& node, long long now) {
+  auto it = node_index_.find(node);
+  bool ours = quarantined_.count(node) > 0 ||
+              (it != node_index_.end() && node_condition(*it->second) == NodeCondition::quarantined);
+  if (!ours) return "safed: node " + node + " is not quarantined by SaFE; nothing to release";
+  std::string err = slurm_.resume_node(node);
+  log_action(now, 0, node, "quarantine released", err.empty() ? "by safectl node release" : err, err.empty());
+  if (!err.empty()) return "safed: cannot resume " + node + ": " + err;
+  store_.release_quarantine(node, now);
+  quarantined_.erase(node);
+  faults_[node].clear();  // a released node starts with a clean lemon window
+  return "";
+}
+
+std::vector<NodeFault> FailoverPlanner::faults_during(const std::string& nodes, long long from, std::uint32_t job_id) {
+  std::vector<NodeFault> out;
+  for (const std::string& n : expand_hostlist(nodes)) {
+    auto it = faults_.find(n);
+    if (it == faults_.end()) continue;
+    for (const auto& f : it->second)
+      if (f.time >= from) out.push_back({n, f.kind, f.detail});
+  }
+  for (auto& e : files_.evidence(job_id)) out.push_back(std::move(e));
+  return out;
+}
+
+void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, long long now) {
+  TrackedJob& t = jobs_[job.id];
+  if (!t.seen) {
+    t.seen = true;
+    if (auto r = store_.job(job.id)) {
+      t.record = *r;
+      for (const auto& a : store_.attempts(job.id)) {
+        if (!a.end_state.empty()) t.classified_attempt = std::max(t.classified_attempt, a.attempt);
+        if (a.attempt >= t.running_attempt) {
+          t.running_attempt = a.attempt;
+          t.attempt_nodes = a.nodes;
+          t.attempt_start = a.start_time;
+        }
+      }
+    } else {
+      t.record.job_id = job.id;
+      t.record.name = job.name;
+      t.record.workspace = meta.settings.workspace;
+      t.record.submit_time = job.submit_time;
+      t.record.gpus = meta.settings.gpus;
+      t.record.user_exclude = job.exc_nodes;
+      t.record.state = state_text(job.state);
+    }
+  }
+  struct {
+    std::string state, last_class;
+    int retries_used, max_retries;
+    long long end_time, updated;
+  } before{t.record.state, t.record.last_class, t.record.retries_used, t.record.max_retries, t.record.end_time,
+           t.record.updated};
+  t.record.max_retries = meta.settings.retries;
+  t.record.retries_used = std::max(t.record.retries_used, meta.retries_used);
+
+  // Right after a requeue Slurm still reports the old run as RUNNING (with the REQUEUE flag) and
+  // the new restart count: only a run without it is a new attempt.
+  if (job.state == SlurmJobState::running && !job.completing && job.restart_cnt != t.running_attempt) {
+    t.running_attempt = job.restart_cnt;
+    t.attempt_nodes = job.nodes;
+    t.attempt_start = job.start_time;
+    t.output_size = -1;
+    t.heartbeat_mtime = 0;
+    t.last_progress = now;
+    store_.put_attempt({job.id, job.restart_cnt, job.nodes, job.start_time, 0, "", "", "", ""});
+    // A failover of an earlier run is over: the job runs again (the MTTR sample).
+    for (auto& f : job.restart_cnt > 0 ? store_.failovers(job.id) : std::vector<FailoverRecord>{}) {
+      if (f.phase != FailoverPhase::done || f.running_again_time || f.attempt >= job.restart_cnt) continue;
+      f.running_again_time = now;
+      store_.put_failover(f);
+      double lost = static_cast<double>(now - f.fault_time);
+      counters_.mttr_samples.push_back(lost);
+      counters_.time_lost_by_workspace[f.workspace] += lost;
+      log("safed: job " + std::to_string(job.id) + " runs again on " + job.nodes + ", " +
+          std::to_string(now - f.fault_time) + " s after the fault");
+    }
+  }
+  if (!ended(job.state) && t.record.end_time == 0 && t.record.state != "failing_over" &&
+      !(t.record.state == "held" && job.state == SlurmJobState::pending))
+    t.record.state = state_text(job.state);
+  if (job.state == SlurmJobState::running) t.expected_start = 0;
+  if (t.expected_start && job.state == SlurmJobState::pending && !job.completing &&
+      job.start_time > std::max(now, t.expected_start) + 5) {
+    // Slurm put its requeue hold back on after our update: lift it again.
+    JobChange change;
+    change.id = job.id;
+    change.start_time = std::max(now, t.expected_start);
+    std::string err = slurm_.update_job(change);
+    log_action(now, job.id, "", "start again", "Slurm re-held the job" + (err.empty() ? "" : ": " + err), err.empty());
+    if (err.empty()) t.expected_start = 0;
+  }
+
+  // A failover in progress for this job goes on first.
+  for (auto it = open_.empty() ? open_.end() : open_.lower_bound({job.id, -1});
+       it != open_.end() && it->first.first == job.id;) {
+    FailoverRecord& f = it->second;
+    advance(f, t, job, meta, now);
+    if (f.phase == FailoverPhase::done || f.phase == FailoverPhase::refused) it = open_.erase(it);
+    else ++it;
+  }
+  auto next_open = open_.lower_bound({job.id, -1});
+  bool failing_over = next_open != open_.end() && next_open->first.first == job.id;
+
+  if (!failing_over) {
+    if (job.state == SlurmJobState::running && !job.completing && t.classified_attempt < job.restart_cnt) {
+      JobFailure failure;
+      failure.end = JobEnd::running_on_bad_node;
+      if (bad_node_count_ > 0 && t.nodes_text != job.nodes) {
+        t.nodes_text = job.nodes;
+        t.node_names = expand_hostlist(job.nodes);
+      }
+      for (const std::string& n : bad_node_count_ > 0 ? t.node_names : std::vector<std::string>{}) {
+        auto it = node_index_.find(n);
+        if (it == node_index_.end()) continue;
+        NodeCondition c = node_condition(*it->second);
+        if (c == NodeCondition::safe_drain || c == NodeCondition::quarantined)
+          failure.node_faults.push_back({n, std::string(to_string(c)), it->second->reason});
+      }
+      if (!failure.node_faults.empty()) start_failover(t, job, meta, failure, now);
+      else check_hang(t, job, meta, now);
+    } else if (job.state == SlurmJobState::pending && job.restart_cnt > 0 && t.running_attempt == job.restart_cnt - 1 &&
+               t.classified_attempt < job.restart_cnt - 1) {
+      // Slurm requeued it on its own (a node died under a --requeue job).
+      JobFailure failure;
+      failure.end = JobEnd::requeued_by_slurm;
+      failure.node_faults = faults_during(t.attempt_nodes, t.attempt_start, job.id);
+      start_failover(t, job, meta, failure, now);
+    } else if (ended(job.state) && !job.completing && t.classified_attempt < job.restart_cnt) {
+      if (job.state == SlurmJobState::complete) {
+        t.classified_attempt = job.restart_cnt;
+        store_.put_attempt({job.id, job.restart_cnt, job.nodes, job.start_time, job.end_time, "COMPLETED", "", "", ""});
+        t.record.state = "completed";
+        t.record.end_time = job.end_time;
+        t.record.run_seconds += std::max<long long>(0, job.end_time - job.start_time);
+      } else {
+        JobFailure failure;
+        failure.end = job_end(job.state);
+        ExitStatus e = job_exit(job);
+        failure.exit_code = e.code;
+        failure.signal = e.signal;
+        failure.node_faults = faults_during(job.nodes, job.start_time, job.id);
+        t.record.run_seconds += std::max<long long>(0, job.end_time - job.start_time);
+        start_failover(t, job, meta, failure, now);
+      }
+    }
+  }
+  if (t.record.state != before.state || t.record.retries_used != before.retries_used ||
+      t.record.max_retries != before.max_retries || t.record.end_time != before.end_time ||
+      t.record.last_class != before.last_class || !before.updated) {
+    t.record.updated = now;
+    store_.put_job(t.record);
+  }
+}
+
+void FailoverPlanner::check_hang(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now) {
+  int hang = meta.settings.hang_timeout;
+  if (hang <= 0) return;
+  FileProgress out = files_.stat_file(output_path(job));
+  if (out.exists && out.size != t.output_size) {
+    t.output_size = out.size;
+    t.last_progress = now;
+  }
+  FileProgress hb = files_.stat_file(heartbeat_path(meta.settings.ckpt_dir));
+  if (hb.exists && hb.mtime > t.heartbeat_mtime) {
+    t.heartbeat_mtime = hb.mtime;
+    t.last_progress = std::max(t.last_progress, std::min(hb.mtime, now));
+  }
+  if (now - t.last_progress < hang) return;
+  JobFailure failure;
+  failure.end = JobEnd::hung;
+  failure.hang_detail = "no output growth in " + output_path(job) +
+                        (meta.settings.ckpt_dir.empty() ? "" : " and no heartbeat") + " for " +
+                        std::to_string(now - t.last_progress) + " s (--safe-hang-timeout=" + std::to_string(hang) + ")";
+  start_failover(t, job, meta, failure, now);
+}
+
+void FailoverPlanner::start_failover(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta,
+                                     const JobFailure& failure, long long now) {
+  bool by_slurm = failure.end == JobEnd::requeued_by_slurm;
+  int attempt = by_slurm ? job.restart_cnt - 1 : job.restart_cnt;
+  std::string nodes = by_slurm || job.nodes.empty() ? t.attempt_nodes : job.nodes;
+  Classification c = classify_failure(failure, config_.failover);
+  std::string cls(to_string(c.failure_class));
+  ++counters_.failures_by_class[cls];
+  t.classified_attempt = attempt;
+  long long end_time = failure.end == JobEnd::running_on_bad_node || failure.end == JobEnd::hung
+                           ? 0
+                           : (job.end_time ? static_cast<long long>(job.end_time) : now);
+  store_.put_attempt({job.id, attempt, nodes, t.attempt_start ? t.attempt_start : job.start_time, end_time,
+                      std::string(to_string(failure.end)), cls, c.rule, c.evidence});
+  t.record.last_class = cls;
+  t.record.last_evidence = c.evidence;
+  log("safed: job " + std::to_string(job.id) + " attempt " + std::to_string(attempt + 1) + ": " + c.summary() + " (" +
+      c.rule + ")");
+
+  if (by_slurm && !is_retried(c.failure_class, config_.failover)) {
+    // Requeued by an administrator or by Slurm for a reason SaFE has no fault for: theirs to own.
+    t.record.state = "pending";
+    return;
+  }
+  if (!is_retried(c.failure_class, config_.failover)) {
+    finish_without_failover(t, job, meta, c, "not retried: " + cls + " is not in failover.retry_classes", now);
+    return;
+  }
+  if (t.record.retries_used >= meta.settings.retries) {
+    ++counters_.refused_exhausted;
+    finish_without_failover(t, job, meta, c,
+                            "not retried: retries exhausted (" + std::to_string(t.record.retries_used) + "/" +
+                                std::to_string(meta.settings.retries) + ")",
+                            now);
+    return;
+  }
+  FailoverRecord f;
+  f.job_id = job.id;
+  f.attempt = attempt;
+  f.failure_class = cls;
+  f.evidence = c.evidence;
+  f.bad_nodes = join_hostlist(c.bad_nodes);
+  f.phase = by_slurm ? FailoverPhase::requeued : FailoverPhase::waiting;
+  f.fault_time = now;
+  for (const auto& nf : failure.node_faults) {
+    for (const auto& rec : faults_[nf.node])
+      if (rec.detail == nf.detail && rec.time <= now) f.fault_time = std::min(f.fault_time, rec.time);
+  }
+  if (failure.end != JobEnd::running_on_bad_node && failure.end != JobEnd::hung && !by_slurm && job.end_time)
+    f.fault_time = std::min<long long>(f.fault_time, job.end_time);
+  if (failure.end == JobEnd::hung && t.last_progress) f.fault_time = t.last_progress;  // when it stopped
+  if ((failure.end == JobEnd::hung || failure.end == JobEnd::running_on_bad_node) && t.attempt_start)
+    t.record.run_seconds += std::max<long long>(0, now - t.attempt_start);
+  long long last_requeue = 0;
+  for (const auto& prev : store_.failovers(job.id))
+    if (prev.phase == FailoverPhase::done) last_requeue = std::max(last_requeue, prev.requeue_time);
+  const auto& fc = config_.failover;
+  f.not_before = last_requeue + failover_backoff_s(t.record.retries_used, fc.backoff_initial_s, fc.backoff_max_s);
+  f.requeue_time = by_slurm ? now : 0;
+  f.workspace = t.record.workspace;
+  f.gpus = t.record.gpus;
+  store_.put_failover(f);
+  t.record.state = "failing_over";
+  auto& open = open_[{job.id, attempt}] = f;
+  advance(open, t, job, meta, now);
+  if (open.phase == FailoverPhase::done || open.phase == FailoverPhase::refused) open_.erase({job.id, attempt});
+}
+
+void FailoverPlanner::finish_without_failover(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta,
+                                              const Classification& c, const std::string& note, long long now) {
+  bool still_running = job.state == SlurmJobState::running;
+  bool held = job.state == SlurmJobState::pending;  // Slurm requeued it itself: keep it from running again
+  t.record.last_evidence = c.evidence + " (" + note + ")";
+  if (!still_running && !held) {
+    t.record.state = state_text(job.state);
+    t.record.end_time = job.end_time ? static_cast<long long>(job.end_time) : now;
+  }
+  if (held) t.record.state = "held";
+  log("safed: job " + std::to_string(job.id) + ": " + note);
+  // Slurm refuses every change to a job that has ended (AdminComment included): its final
+  // classification lives in the state store (safectl job ID). Running or held jobs get it in
+  // AdminComment too.
+  if (!still_running && !held) {
+    store_.log_action({now, job.id, "", "record", note, true});
+    return;
+  }
+  JobMetadata m = meta;
+  m.retries_used = t.record.retries_used;
+  m.last_failure = c.summary() + " (" + note + ")";
+  JobChange change;
+  change.id = job.id;
+  change.admin_comment = merge_admin_comment(job.admin_comment, format_job_metadata(m));
+  if (held) change.hold = true;
+  checkpoint_store();
+  std::string err = slurm_.update_job(change);
+  log_action(now, job.id, "", held ? "hold" : "record", note + (err.empty() ? "" : ": " + err), err.empty());
+}
+
+std::string FailoverPlanner::exclusions_for(const FailoverRecord& f, const TrackedJob& t, const SlurmJob& job,
+                                            bool& wait_credential) {
+  std::vector<std::string> exclude = expand_hostlist(t.record.user_exclude);
+  auto add = [&](const std::string& list) {
+    for (auto& n : expand_hostlist(list)) exclude.push_back(n);
+  };
+  for (const auto& prev : store_.failovers(job.id)) add(prev.bad_nodes);
+  add(f.bad_nodes);
+  std::set<std::string> excluded(exclude.begin(), exclude.end());
+  // The nodes the job just left are healthy but refuse it for ~120 s (its old credential): keep
+  // it off them too when the rest of the cluster can hold it, else start it once that expires.
+  std::vector<std::string> recent;
+  for (auto& n : expand_hostlist(t.attempt_nodes.empty() ? job.nodes : t.attempt_nodes))
+    if (!excluded.count(n)) recent.push_back(n);
+  long long usable_elsewhere = 0;
+  for (const SlurmNode& n : nodes_) {
+    if (n.down || n.drain || excluded.count(n.name)) continue;
+    if (std::find(recent.begin(), recent.end(), n.name) != recent.end()) continue;
+    ++usable_elsewhere;
+  }
+  wait_credential = false;
+  if (usable_elsewhere >= std::max<long long>(1, job.num_nodes)) {
+    for (auto& n : recent) exclude.push_back(n);
+  } else if (!recent.empty()) {
+    wait_credential = true;
+  }
+  return join_hostlist(exclude);
+}
+
+void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta,
+                              long long now) {
+  std::string id = std::to_string(job.id);
+  for (int step = 0; step < 6; ++step) {
+    switch (f.phase) {
+      case FailoverPhase::waiting: {
+        if (now < f.not_before) {
+          if (last_deferral_[job.id] != "backoff") {
+            last_deferral_[job.id] = "backoff";
+            ++counters_.deferred_backoff;
+            log("safed: job " + id + ": failover waits " + std::to_string(f.not_before - now) +
+                " s (backoff after earlier failovers)");
+          }
+          return;
+        }
+        if (!limiter_.try_acquire(now)) {
+          if (last_deferral_[job.id] != "rate") {
+            last_deferral_[job.id] = "rate";
+            ++counters_.deferred_rate_limit;
+            log("safed: job " + id + ": failover deferred: cluster-wide limit of " +
+                std::to_string(limiter_.limit()) + " per minute reached (failover.rate_limit_per_minute)");
+          }
+          return;
+        }
+        last_deferral_.erase(job.id);
+        int signo = meta.settings.ckpt_signal.signo;
+        if (job.state == SlurmJobState::running && !job.completing && signo > 0) {
+          checkpoint_store();
+          std::string err = slurm_.signal_job(job.id, signo);
+          log_action(now, job.id, "", "checkpoint signal", "SIG" + signal_name(signo) + (err.empty() ? "" : ": " + err),
+                     err.empty());
+          f.signal_time = now;
+          f.phase = err.empty() ? FailoverPhase::signalled : FailoverPhase::requeueing;
+        } else {
+          f.phase = FailoverPhase::requeueing;
+        }
+        store_.put_failover(f);
+        break;
+      }
+      case FailoverPhase::signalled: {
+        int grace = meta.settings.ckpt_signal.seconds.value_or(config_.checkpoint.grace_s);
+        bool left = job.state != SlurmJobState::running || job.completing;
+        bool checkpointed =
+            !meta.settings.ckpt_dir.empty() &&
+            files_.newest_checkpoint_time(meta.settings.ckpt_dir, config_.checkpoint.complete_marker) >= f.signal_time;
+        if (!left && !checkpointed && now < f.signal_time + grace) return;
+        log("safed: job " + id + ": " +
+            (checkpointed ? "new checkpoint complete" : left ? "job stopped" : "grace of " + std::to_string(grace) + " s over") +
+            "; requeueing");
+        f.phase = FailoverPhase::requeueing;
+        store_.put_failover(f);
+        break;
+      }
+      case FailoverPhase::requeueing: {
+        if (job.restart_cnt > f.attempt) {  // Slurm has requeued it (perhaps before a restart of safed)
+          if (!f.requeue_time) f.requeue_time = now;
+          f.phase = FailoverPhase::requeued;
+          store_.put_failover(f);
+          break;
+        }
+        store_.put_failover(f);
+        checkpoint_store();  // "requeueing" is on disk before Slurm acts
+        std::string err = slurm_.requeue(job.id);
+        log_action(now, job.id, "", "requeue", err, err.empty());
+        if (!err.empty()) return;  // tried again next pass
+        f.requeue_time = now;
+        f.phase = FailoverPhase::requeued;
+        store_.put_failover(f);
+        checkpoint_store();
+        return;  // the job's new state shows in the next pass
+      }
+      case FailoverPhase::requeued: {
+        if (job.restart_cnt <= f.attempt) return;  // not yet visible
+        // While the old run winds down Slurm has not yet set its own requeue hold: a StartTime
+        // set now would be overwritten by it.
+        if (job.completing) return;
+        if (ended(job.state) && !job.completing) {  // cancelled (or ended) while failing over: leave it
+          f.phase = FailoverPhase::refused;
+          store_.put_failover(f);
+          t.record.state = state_text(job.state);
+          log("safed: job " + id + " ended (" + state_text(job.state) + ") during its failover; nothing more to do");
+          return;
+        }
+        bool wait_credential = false;
+        std::string exclude = exclusions_for(f, t, job, wait_credential);
+        long long start = std::max(now, f.not_before);
+        if (wait_credential) start = std::max(start, (f.requeue_time ? f.requeue_time : now) + kCredentialExpiry_s);
+        JobMetadata m = meta;
+        m.retries_used = t.record.retries_used + 1;
+        m.last_failure = f.failure_class + " " + f.evidence;
+        JobChange change;
+        change.id = job.id;
+        change.exc_nodes = exclude;
+        change.start_time = start;
+        change.admin_comment = merge_admin_comment(job.admin_comment, format_job_metadata(m));
+        checkpoint_store();
+        std::string err = slurm_.update_job(change);
+        log_action(now, job.id, "", "restart",
+                   "ExcNodeList=" + exclude + " StartTime=" + (start <= now ? "now" : "+" + std::to_string(start - now) + "s") +
+                       " retries=" + std::to_string(m.retries_used) + "/" + std::to_string(meta.settings.retries) +
+                       (err.empty() ? "" : ": " + err),
+                   err.empty());
+        if (!err.empty()) return;
+        f.phase = FailoverPhase::done;
+        store_.put_failover(f);
+        t.expected_start = start;
+        t.record.retries_used = m.retries_used;
+        t.record.state = "requeued";
+        ++counters_.failovers_by_class[f.failure_class];
+        return;
+      }
+      case FailoverPhase::done:
+      case FailoverPhase::refused:
+        return;
+    }
+  }
+}
+
+}  // namespace safe

@@ -1,0 +1,116 @@
+// The controller's core: one reconcile pass looks at every job and node Slurm reports, records
+// node faults, classifies the attempts of SaFE jobs that ended, and drives each failover through
+// its phases (checkpoint signal, grace, requeue, exclusions and start time), quarantines lemon
+// nodes, and detects hangs. All side effects go through SlurmClient, JobFiles and StateStore, and
+// each failover is keyed by (job, Slurm restart count), so a pass repeated after a crash or a
+// restart never requeues twice.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/config.hpp"
+#include "common/failure_classification.hpp"
+#include "common/job_metadata.hpp"
+#include "common/requeue_storm_guard.hpp"
+#include "controller/safed/job_files.hpp"
+#include "controller/safed/slurm_client.hpp"
+#include "controller/safed/state_store.hpp"
+
+namespace safe {
+
+enum class NodeCondition { ok, safe_drain, quarantined, down, admin_drain };
+std::string_view to_string(NodeCondition c);
+NodeCondition node_condition(const SlurmNode& n);
+
+// What the planner keeps about one SaFE job between passes.
+struct TrackedJob {
+  JobRecord record;
+  int running_attempt = -1;  // restart count of the run last seen running
+  std::string attempt_nodes;
+  long long attempt_start = 0;
+  int classified_attempt = -1;  // restart count of the last attempt classified
+  SlurmJobState last_state = SlurmJobState::pending;
+  bool seen = false;
+  long long seen_pass = 0;
+  std::string admin_comment;  // as last parsed into `meta`
+  JobMetadata meta;
+  std::string nodes_text;     // as last expanded into `node_names`
+  std::vector<std::string> node_names;
+  long long expected_start = 0;  // StartTime safed set after a requeue, until the job runs
+  // hang detection
+  long long output_size = -1, heartbeat_mtime = 0, last_progress = 0;
+};
+
+struct PlannerCounters {
+  std::map<std::string, long long> failures_by_class;   // classified attempts
+  std::map<std::string, long long> failovers_by_class;  // requeues made
+  std::vector<double> mttr_samples;                     // fault -> running again, seconds
+  std::map<std::string, double> time_lost_by_workspace; // same, summed per workspace
+  long long deferred_rate_limit = 0, deferred_backoff = 0, refused_exhausted = 0;
+  long long quarantines = 0;
+};
+
+class FailoverPlanner {
+ public:
+  FailoverPlanner(SafeConfig config, SlurmClient& slurm, StateStore& store, JobFiles& files);
+
+  void set_config(SafeConfig config);
+  const SafeConfig& config() const { return config_; }
+
+  // One pass over a consistent view of the cluster. Never acts on partial data: the caller
+  // passes only complete lists.
+  void reconcile(const std::vector<SlurmJob>& jobs, const std::vector<SlurmNode>& nodes, long long now);
+
+  // Ends a quarantine (safectl node release): resumes the node and records it.
+  std::string release_node(const std::string& node, long long now);
+
+  const std::unordered_map<std::uint32_t, TrackedJob>& jobs() const { return jobs_; }
+  const std::vector<SlurmNode>& nodes() const { return nodes_; }
+  const PlannerCounters& counters() const { return counters_; }
+  const std::map<std::string, QuarantineRecord>& quarantined() const { return quarantined_; }
+  int rate_limit_used(long long now) { return limiter_.used(now); }
+  // Lines for the log since the last call.
+  std::vector<std::string> take_log();
+
+ private:
+  void observe_nodes(const std::vector<SlurmNode>& nodes, long long now);
+  void record_fault(const SlurmNode& n, NodeCondition c, long long now);
+  void observe_job(const SlurmJob& job, const JobMetadata& meta, long long now);
+  std::vector<NodeFault> faults_during(const std::string& nodes, long long from, std::uint32_t job_id);
+  void start_failover(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, const JobFailure& failure,
+                      long long now);
+  void finish_without_failover(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta,
+                               const Classification& c, const std::string& note, long long now);
+  void advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
+  std::string exclusions_for(const FailoverRecord& f, const TrackedJob& t, const SlurmJob& job, bool& wait_credential);
+  void check_hang(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
+  void log_action(long long now, std::uint32_t job, const std::string& node, const std::string& action,
+                  const std::string& detail, bool ok);
+  void checkpoint_store();  // commits what is decided so far, before an action with side effects
+  void log(std::string line);
+
+  SafeConfig config_;
+  SlurmClient& slurm_;
+  StateStore& store_;
+  JobFiles& files_;
+  FailoverRateLimiter limiter_;
+  std::unordered_map<std::uint32_t, TrackedJob> jobs_;
+  std::map<std::pair<std::uint32_t, int>, FailoverRecord> open_;  // by (job, attempt)
+  std::unordered_map<std::string, std::vector<NodeFaultRecord>> faults_;  // recent, by node
+  std::unordered_map<std::string, std::string> last_fault_key_;  // node -> reason seen last
+  std::map<std::string, QuarantineRecord> quarantined_;
+  std::unordered_map<std::string, const SlurmNode*> node_index_;
+  std::vector<SlurmNode> nodes_;
+  std::size_t bad_node_count_ = 0;  // safe_drain + quarantined nodes in this pass
+  long long pass_ = 0;
+  PlannerCounters counters_;
+  std::vector<std::string> log_;
+  std::map<std::uint32_t, std::string> last_deferral_;  // job -> last deferral logged
+};
+
+}  // namespace safe

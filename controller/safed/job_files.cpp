@@ -1,0 +1,56 @@
+#include "controller/safed/job_files.hpp"
+
+#include <jansson.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "common/checkpoint_scan.hpp"
+
+namespace safe {
+
+std::string heartbeat_path(const std::string& ckpt_dir) {
+  return ckpt_dir.empty() ? "" : ckpt_dir + "/.safe-heartbeat";
+}
+
+FileProgress LocalJobFiles::stat_file(const std::string& path) {
+  struct stat st;
+  if (path.empty() || stat(path.c_str(), &st) != 0) return {};
+  return {true, static_cast<long long>(st.st_size), static_cast<long long>(st.st_mtime)};
+}
+
+long long LocalJobFiles::newest_checkpoint_time(const std::string& dir, const std::string& marker) {
+  if (dir.empty()) return 0;
+  std::string newest = newest_complete_checkpoint(dir, marker);
+  if (newest.empty()) return 0;
+  return stat_file(newest + "/" + marker).mtime;
+}
+
+std::vector<NodeFault> LocalJobFiles::evidence(std::uint32_t job_id) {
+  std::vector<NodeFault> out;
+  if (evidence_dir_.empty()) return out;
+  std::error_code ec;
+  std::string id = std::to_string(job_id);
+  for (const auto& entry : std::filesystem::directory_iterator(evidence_dir_, ec)) {
+    std::string name = entry.path().filename().string();
+    if (!(name == id + ".json" || (name.rfind(id + ".", 0) == 0 && name.ends_with(".json")))) continue;
+    json_error_t err;
+    json_t* root = json_load_file(entry.path().c_str(), 0, &err);
+    if (!root) continue;
+    const char* node = json_string_value(json_object_get(root, "node"));
+    json_t* failing = json_object_get(root, "failing_checks");
+    std::size_t i;
+    json_t* check;
+    json_array_foreach(failing, i, check) {
+      const char* severity = json_string_value(json_object_get(check, "severity"));
+      if (!severity || std::string(severity) != "critical") continue;
+      const char* c = json_string_value(json_object_get(check, "check"));
+      const char* d = json_string_value(json_object_get(check, "detail"));
+      out.push_back({node ? node : "?", "epilog", std::string(c ? c : "") + " " + (d ? d : "")});
+    }
+    json_decref(root);
+  }
+  return out;
+}
+
+}  // namespace safe

@@ -1,0 +1,184 @@
+#include "controller/safed/libslurm_client.hpp"
+
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <mutex>
+
+extern "C" {
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+}
+
+namespace safe {
+namespace {
+
+std::string text(const char* s) { return s ? s : ""; }
+
+std::string last_error() { return slurm_strerror(slurm_get_errno()); }
+
+SlurmJobState job_state(uint32_t state) {
+  switch (state & JOB_STATE_BASE) {
+    case JOB_PENDING: return SlurmJobState::pending;
+    case JOB_RUNNING: return SlurmJobState::running;
+    case JOB_SUSPENDED: return SlurmJobState::suspended;
+    case JOB_COMPLETE: return SlurmJobState::complete;
+    case JOB_CANCELLED: return SlurmJobState::cancelled;
+    case JOB_FAILED: return SlurmJobState::failed;
+    case JOB_TIMEOUT: return SlurmJobState::timeout;
+    case JOB_NODE_FAIL: return SlurmJobState::node_fail;
+    case JOB_PREEMPTED: return SlurmJobState::preempted;
+    case JOB_BOOT_FAIL: return SlurmJobState::boot_fail;
+    case JOB_DEADLINE: return SlurmJobState::deadline;
+    case JOB_OOM: return SlurmJobState::out_of_memory;
+    default: return SlurmJobState::other;
+  }
+}
+
+SlurmJob convert(const slurm_job_info_t& j) {
+  SlurmJob o;
+  o.id = j.job_id;
+  o.name = text(j.name);
+  o.state = job_state(j.job_state);
+  o.completing = (j.job_state & (JOB_COMPLETING | JOB_REQUEUE)) != 0;
+  o.exit_code = j.exit_code;
+  o.derived_ec = j.derived_ec;
+  o.restart_cnt = j.restart_cnt;
+  o.nodes = text(j.nodes);
+  o.exc_nodes = text(j.exc_nodes);
+  o.admin_comment = text(j.admin_comment);
+  o.std_out = text(j.std_out);
+  o.work_dir = text(j.work_dir);
+  o.partition = text(j.partition);
+  o.num_nodes = j.num_nodes;
+  o.user_id = j.user_id;
+  o.batch = j.batch_flag != 0;
+  o.submit_time = j.submit_time;
+  o.start_time = j.start_time;
+  o.end_time = j.end_time;
+  o.state_reason = j.state_reason;
+  return o;
+}
+
+SlurmNode convert(const node_info_t& n) {
+  SlurmNode o;
+  o.name = text(n.name);
+  uint32_t base = n.node_state & NODE_STATE_BASE;
+  o.down = base == NODE_STATE_DOWN || (n.node_state & (NODE_STATE_FAIL | NODE_STATE_NO_RESPOND)) != 0;
+  o.drain = (n.node_state & NODE_STATE_DRAIN) != 0;
+  o.idle = base == NODE_STATE_IDLE;
+  o.reason = text(n.reason);
+  o.reason_time = n.reason_time;
+  return o;
+}
+
+class LibslurmClient final : public SlurmClient {
+ public:
+  LibslurmClient() {
+    static std::once_flag once;
+    std::call_once(once, [] { slurm_init(nullptr); });
+  }
+
+  std::optional<std::vector<SlurmJob>> load_jobs(std::string& error) override {
+    job_info_msg_t* msg = nullptr;
+    if (slurm_load_jobs(jobs_update_, &msg, SHOW_ALL) != SLURM_SUCCESS) {
+      if (slurm_get_errno() == SLURM_NO_CHANGE_IN_DATA && jobs_update_ != 0) return jobs_;
+      error = "cannot load jobs from slurmctld: " + last_error();
+      return std::nullopt;
+    }
+    std::vector<SlurmJob> jobs;
+    jobs.reserve(msg->record_count);
+    for (uint32_t i = 0; i < msg->record_count; ++i) jobs.push_back(convert(msg->job_array[i]));
+    // slurmctld compares our time minus one second with its last change, so a change within the
+    // second of this answer is not missed.
+    jobs_update_ = msg->last_update;
+    slurm_free_job_info_msg(msg);
+    jobs_ = std::move(jobs);
+    return jobs_;
+  }
+
+  std::optional<std::vector<SlurmNode>> load_nodes(std::string& error) override {
+    node_info_msg_t* msg = nullptr;
+    if (slurm_load_node(nodes_update_, &msg, SHOW_ALL) != SLURM_SUCCESS) {
+      if (slurm_get_errno() == SLURM_NO_CHANGE_IN_DATA && nodes_update_ != 0) return nodes_;
+      error = "cannot load nodes from slurmctld: " + last_error();
+      return std::nullopt;
+    }
+    std::vector<SlurmNode> nodes;
+    nodes.reserve(msg->record_count);
+    for (uint32_t i = 0; i < msg->record_count; ++i)
+      if (msg->node_array[i].name) nodes.push_back(convert(msg->node_array[i]));
+    nodes_update_ = msg->last_update;
+    slurm_free_node_info_msg(msg);
+    nodes_ = std::move(nodes);
+    return nodes_;
+  }
+
+  std::optional<std::vector<SlurmLicense>> load_licenses(std::string& error) override {
+    license_info_msg_t* msg = nullptr;
+    if (slurm_load_licenses(0, &msg, 0) != SLURM_SUCCESS) {
+      error = "cannot load licenses from slurmctld: " + last_error();
+      return std::nullopt;
+    }
+    std::vector<SlurmLicense> out;
+    for (uint32_t i = 0; i < msg->num_lic; ++i)
+      out.push_back({text(msg->lic_array[i].name), msg->lic_array[i].total, msg->lic_array[i].in_use});
+    slurm_free_license_info_msg(msg);
+    return out;
+  }
+
+  std::string requeue(std::uint32_t job_id) override {
+    return slurm_requeue(job_id, 0) == SLURM_SUCCESS ? "" : last_error();
+  }
+
+  std::string update_job(const JobChange& c) override {
+    job_desc_msg_t d;
+    slurm_init_job_desc_msg(&d);
+    d.job_id = c.id;
+    std::string exc = c.exc_nodes.value_or(""), comment = c.admin_comment.value_or("");
+    if (c.exc_nodes) d.exc_nodes = exc.data();
+    if (c.start_time) d.begin_time = *c.start_time;
+    if (c.admin_comment) d.admin_comment = comment.data();
+    if (c.hold) d.priority = *c.hold ? 0 : INFINITE;
+    return slurm_update_job(&d) == SLURM_SUCCESS ? "" : last_error();
+  }
+
+  std::string signal_job(std::uint32_t job_id, int signo) override {
+    return slurm_kill_job(job_id, static_cast<uint16_t>(signo), KILL_FULL_JOB) == SLURM_SUCCESS ? "" : last_error();
+  }
+
+  std::string cancel_job(std::uint32_t job_id) override {
+    return slurm_kill_job(job_id, SIGKILL, 0) == SLURM_SUCCESS ? "" : last_error();
+  }
+
+  std::string drain_node(const std::string& node, const std::string& reason) override {
+    return update_node(node, NODE_STATE_DRAIN, reason);
+  }
+
+  std::string resume_node(const std::string& node) override { return update_node(node, NODE_RESUME, ""); }
+
+ private:
+  std::string update_node(const std::string& node, uint32_t state, const std::string& reason) {
+    update_node_msg_t m;
+    slurm_init_update_node_msg(&m);
+    std::string names = node, why = reason;
+    m.node_names = names.data();
+    m.node_state = state;
+    if (!why.empty()) {
+      m.reason = why.data();
+      m.reason_uid = getuid();
+    }
+    return slurm_update_node(&m) == SLURM_SUCCESS ? "" : last_error();
+  }
+
+  time_t jobs_update_ = 0, nodes_update_ = 0;
+  std::vector<SlurmJob> jobs_;
+  std::vector<SlurmNode> nodes_;
+};
+
+}  // namespace
+
+std::unique_ptr<SlurmClient> make_libslurm_client() { return std::make_unique<LibslurmClient>(); }
+
+}  // namespace safe

@@ -1,0 +1,81 @@
+// What safed needs from Slurm, as plain structs and one small interface: libslurm in the daemon
+// (libslurm_client.cpp), a fake in unit tests and benchmarks.
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace safe {
+
+// Slurm's base job states (slurm.h enum job_states), without the flag bits.
+enum class SlurmJobState : std::uint8_t {
+  pending = 0, running, suspended, complete, cancelled, failed, timeout, node_fail, preempted, boot_fail,
+  deadline, out_of_memory, other
+};
+
+struct SlurmJob {
+  std::uint32_t id = 0;
+  std::string name;
+  SlurmJobState state = SlurmJobState::pending;
+  bool completing = false;  // JOB_COMPLETING or JOB_REQUEUE flag: still winding down
+  std::uint32_t exit_code = 0;   // wait status of the batch script
+  std::uint32_t derived_ec = 0;  // highest wait status of the steps
+  int restart_cnt = 0;
+  std::string nodes;      // host list of the (last) allocation
+  std::string exc_nodes;
+  std::string admin_comment;
+  std::string std_out;    // output file path as given (may hold %j, %x, %u patterns)
+  std::string work_dir;
+  std::string partition;
+  std::uint32_t num_nodes = 0;
+  std::uint32_t user_id = 0;
+  bool batch = true;
+  std::time_t submit_time = 0, start_time = 0, end_time = 0;
+  std::uint16_t state_reason = 0;
+};
+
+// Node state bits as safed uses them.
+struct SlurmNode {
+  std::string name;
+  bool down = false;         // DOWN base state, or FAIL / NOT_RESPONDING
+  bool drain = false;        // DRAIN flag
+  bool idle = false;
+  std::string reason;
+  std::time_t reason_time = 0;
+};
+
+struct SlurmLicense {
+  std::string name;
+  std::uint32_t total = 0, in_use = 0;
+};
+
+// A change to one job (scontrol update job): only the set fields are sent.
+struct JobChange {
+  std::uint32_t id = 0;
+  std::optional<std::string> exc_nodes;
+  std::optional<std::time_t> start_time;  // BeginTime; now = start at once
+  std::optional<std::string> admin_comment;
+  std::optional<bool> hold;                // true: priority 0 (held); false: release
+};
+
+class SlurmClient {
+ public:
+  virtual ~SlurmClient() = default;
+  // Full lists; nullopt (with `error`) when Slurm could not be read: callers then act on nothing.
+  virtual std::optional<std::vector<SlurmJob>> load_jobs(std::string& error) = 0;
+  virtual std::optional<std::vector<SlurmNode>> load_nodes(std::string& error) = 0;
+  virtual std::optional<std::vector<SlurmLicense>> load_licenses(std::string& error) = 0;
+  // Each returns "" on success, else Slurm's error text.
+  virtual std::string requeue(std::uint32_t job_id) = 0;
+  virtual std::string update_job(const JobChange& change) = 0;
+  // Sends `signo` to the batch shell and every step.
+  virtual std::string signal_job(std::uint32_t job_id, int signo) = 0;
+  virtual std::string cancel_job(std::uint32_t job_id) = 0;
+  virtual std::string drain_node(const std::string& node, const std::string& reason) = 0;
+  virtual std::string resume_node(const std::string& node) = 0;
+};
+
+}  // namespace safe

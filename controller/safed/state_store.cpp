@@ -1,0 +1,311 @@
+#include "controller/safed/state_store.hpp"
+
+#include <sqlite3.h>
+
+#include <stdexcept>
+
+namespace safe {
+namespace {
+
+// One use of a prepared statement from the store's cache (prepared once per SQL text, reset
+// after each use: preparing per call dominated a pass that records thousands of jobs); binds by
+// position.
+class Statement {
+ public:
+  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  ~Statement() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  Statement& bind(long long v) {
+    sqlite3_bind_int64(stmt_, ++n_, v);
+    return *this;
+  }
+  Statement& bind(const std::string& v) {
+    sqlite3_bind_text(stmt_, ++n_, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  bool step() {
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw std::runtime_error(std::string("safed: state store: ") + sqlite3_errmsg(db_));
+  }
+  long long i(int col) { return sqlite3_column_int64(stmt_, col); }
+  std::string s(int col) {
+    auto p = sqlite3_column_text(stmt_, col);
+    return p ? reinterpret_cast<const char*>(p) : "";
+  }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  int n_ = 0;
+};
+
+constexpr const char* kSchema = R"(
+CREATE TABLE IF NOT EXISTS jobs (
+  job_id INTEGER PRIMARY KEY, name TEXT, workspace TEXT, submit_time INTEGER, max_retries INTEGER,
+  retries_used INTEGER, gpus INTEGER, state TEXT, last_class TEXT, last_evidence TEXT,
+  run_seconds INTEGER, end_time INTEGER, updated INTEGER, user_exclude TEXT);
+CREATE TABLE IF NOT EXISTS attempts (
+  job_id INTEGER, attempt INTEGER, nodes TEXT, start_time INTEGER, end_time INTEGER, end_state TEXT,
+  failure_class TEXT, rule TEXT, evidence TEXT, PRIMARY KEY (job_id, attempt));
+CREATE TABLE IF NOT EXISTS failovers (
+  job_id INTEGER, attempt INTEGER, failure_class TEXT, evidence TEXT, bad_nodes TEXT, phase TEXT,
+  fault_time INTEGER, signal_time INTEGER, requeue_time INTEGER, running_again_time INTEGER,
+  not_before INTEGER, workspace TEXT, gpus INTEGER, PRIMARY KEY (job_id, attempt));
+CREATE TABLE IF NOT EXISTS node_faults (
+  node TEXT, time INTEGER, kind TEXT, detail TEXT, UNIQUE (node, time, detail));
+CREATE INDEX IF NOT EXISTS node_faults_by_node ON node_faults (node, time);
+CREATE TABLE IF NOT EXISTS quarantine (node TEXT PRIMARY KEY, since INTEGER, reason TEXT, released INTEGER);
+CREATE TABLE IF NOT EXISTS actions (
+  time INTEGER, job_id INTEGER, node TEXT, action TEXT, detail TEXT, ok INTEGER);
+CREATE INDEX IF NOT EXISTS actions_by_job ON actions (job_id);
+)";
+
+constexpr const char* kFailoverColumns =
+    "job_id, attempt, failure_class, evidence, bad_nodes, phase, fault_time, signal_time, requeue_time, "
+    "running_again_time, not_before, workspace, gpus";
+
+FailoverRecord read_failover(Statement& q) {
+  FailoverRecord f;
+  f.job_id = static_cast<std::uint32_t>(q.i(0));
+  f.attempt = static_cast<int>(q.i(1));
+  f.failure_class = q.s(2);
+  f.evidence = q.s(3);
+  f.bad_nodes = q.s(4);
+  f.phase = parse_failover_phase(q.s(5));
+  f.fault_time = q.i(6);
+  f.signal_time = q.i(7);
+  f.requeue_time = q.i(8);
+  f.running_again_time = q.i(9);
+  f.not_before = q.i(10);
+  f.workspace = q.s(11);
+  f.gpus = q.i(12);
+  return f;
+}
+
+constexpr const char* kJobColumns =
+    "job_id, name, workspace, submit_time, max_retries, retries_used, gpus, state, last_class, last_evidence, "
+    "run_seconds, end_time, updated, user_exclude";
+
+JobRecord read_job(Statement& q) {
+  JobRecord j;
+  j.job_id = static_cast<std::uint32_t>(q.i(0));
+  j.name = q.s(1);
+  j.workspace = q.s(2);
+  j.submit_time = q.i(3);
+  j.max_retries = static_cast<int>(q.i(4));
+  j.retries_used = static_cast<int>(q.i(5));
+  j.gpus = q.i(6);
+  j.state = q.s(7);
+  j.last_class = q.s(8);
+  j.last_evidence = q.s(9);
+  j.run_seconds = q.i(10);
+  j.end_time = q.i(11);
+  j.updated = q.i(12);
+  j.user_exclude = q.s(13);
+  return j;
+}
+
+}  // namespace
+
+std::string to_string(FailoverPhase p) {
+  switch (p) {
+    case FailoverPhase::waiting: return "waiting";
+    case FailoverPhase::signalled: return "signalled";
+    case FailoverPhase::requeueing: return "requeueing";
+    case FailoverPhase::requeued: return "requeued";
+    case FailoverPhase::done: return "done";
+    case FailoverPhase::refused: return "refused";
+  }
+  return "waiting";
+}
+
+FailoverPhase parse_failover_phase(const std::string& s) {
+  for (auto p : {FailoverPhase::waiting, FailoverPhase::signalled, FailoverPhase::requeueing, FailoverPhase::requeued,
+                 FailoverPhase::done, FailoverPhase::refused})
+    if (to_string(p) == s) return p;
+  return FailoverPhase::waiting;
+}
+
+StateStore::StateStore(const std::string& path) {
+  if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) {
+    std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw std::runtime_error("safed: cannot open the state store " + path + ": " + msg +
+                             "; check controller.state_dir");
+  }
+  sqlite3_busy_timeout(db_, 5000);
+  exec("PRAGMA journal_mode=WAL");
+  exec("PRAGMA synchronous=NORMAL");
+  exec(kSchema);
+}
+
+StateStore::~StateStore() {
+  for (auto& [sql, stmt] : statements_) sqlite3_finalize(stmt);
+  sqlite3_close(db_);
+}
+
+sqlite3_stmt* StateStore::prepare(const std::string& sql) {
+  auto it = statements_.find(sql);
+  if (it != statements_.end()) return it->second;
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v3(db_, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr) != SQLITE_OK)
+    throw std::runtime_error(std::string("safed: state store: ") + sqlite3_errmsg(db_));
+  statements_.emplace(sql, stmt);
+  return stmt;
+}
+
+void StateStore::exec(const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "error";
+    sqlite3_free(err);
+    throw std::runtime_error("safed: state store: " + msg);
+  }
+}
+
+void StateStore::begin() { exec("BEGIN"); }
+void StateStore::commit() { exec("COMMIT"); }
+
+void StateStore::put_job(const JobRecord& j) {
+  Statement q(db_, prepare("INSERT OR REPLACE INTO jobs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+  q.bind(j.job_id).bind(j.name).bind(j.workspace).bind(j.submit_time).bind(j.max_retries).bind(j.retries_used);
+  q.bind(j.gpus).bind(j.state).bind(j.last_class).bind(j.last_evidence).bind(j.run_seconds).bind(j.end_time);
+  q.bind(j.updated).bind(j.user_exclude).step();
+}
+
+std::optional<JobRecord> StateStore::job(std::uint32_t id) {
+  Statement q(db_, prepare(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE job_id = ?"));
+  q.bind(id);
+  if (!q.step()) return std::nullopt;
+  return read_job(q);
+}
+
+std::vector<JobRecord> StateStore::jobs(bool include_finished, int limit) {
+  std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs" +
+                    (include_finished ? "" : " WHERE end_time = 0") + " ORDER BY job_id DESC LIMIT ?";
+  Statement q(db_, prepare(sql));
+  q.bind(limit);
+  std::vector<JobRecord> out;
+  while (q.step()) out.push_back(read_job(q));
+  return out;
+}
+
+void StateStore::put_attempt(const AttemptRecord& a) {
+  Statement q(db_, prepare("INSERT OR REPLACE INTO attempts VALUES (?,?,?,?,?,?,?,?,?)"));
+  q.bind(a.job_id).bind(a.attempt).bind(a.nodes).bind(a.start_time).bind(a.end_time).bind(a.end_state);
+  q.bind(a.failure_class).bind(a.rule).bind(a.evidence).step();
+}
+
+std::vector<AttemptRecord> StateStore::attempts(std::uint32_t job_id) {
+  Statement q(db_, prepare("SELECT job_id, attempt, nodes, start_time, end_time, end_state, failure_class, rule, "
+                           "evidence FROM attempts WHERE job_id = ? ORDER BY attempt"));
+  q.bind(job_id);
+  std::vector<AttemptRecord> out;
+  while (q.step())
+    out.push_back({static_cast<std::uint32_t>(q.i(0)), static_cast<int>(q.i(1)), q.s(2), q.i(3), q.i(4), q.s(5), q.s(6),
+                   q.s(7), q.s(8)});
+  return out;
+}
+
+void StateStore::put_failover(const FailoverRecord& f) {
+  Statement q(db_, prepare("INSERT OR REPLACE INTO failovers VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+  q.bind(f.job_id).bind(f.attempt).bind(f.failure_class).bind(f.evidence).bind(f.bad_nodes).bind(to_string(f.phase));
+  q.bind(f.fault_time).bind(f.signal_time).bind(f.requeue_time).bind(f.running_again_time).bind(f.not_before);
+  q.bind(f.workspace).bind(f.gpus).step();
+}
+
+std::optional<FailoverRecord> StateStore::failover(std::uint32_t job_id, int attempt) {
+  Statement q(db_, prepare((std::string("SELECT ") + kFailoverColumns + " FROM failovers WHERE job_id = ? AND attempt = ?").c_str()));
+  q.bind(job_id).bind(attempt);
+  if (!q.step()) return std::nullopt;
+  return read_failover(q);
+}
+
+std::vector<FailoverRecord> StateStore::failovers(std::uint32_t job_id) {
+  Statement q(db_, prepare((std::string("SELECT ") + kFailoverColumns + " FROM failovers WHERE job_id = ? ORDER BY attempt").c_str()));
+  q.bind(job_id);
+  std::vector<FailoverRecord> out;
+  while (q.step()) out.push_back(read_failover(q));
+  return out;
+}
+
+std::vector<FailoverRecord> StateStore::all_failovers() {
+  Statement q(db_, prepare((std::string("SELECT ") + kFailoverColumns + " FROM failovers ORDER BY job_id, attempt").c_str()));
+  std::vector<FailoverRecord> out;
+  while (q.step()) out.push_back(read_failover(q));
+  return out;
+}
+
+std::vector<FailoverRecord> StateStore::open_failovers() {
+  Statement q(db_, prepare((std::string("SELECT ") + kFailoverColumns +
+                    " FROM failovers WHERE phase NOT IN ('done', 'refused') ORDER BY job_id, attempt")
+                       .c_str()));
+  std::vector<FailoverRecord> out;
+  while (q.step()) out.push_back(read_failover(q));
+  return out;
+}
+
+bool StateStore::add_node_fault(const NodeFaultRecord& f) {
+  Statement q(db_, prepare("INSERT OR IGNORE INTO node_faults VALUES (?,?,?,?)"));
+  q.bind(f.node).bind(f.time).bind(f.kind).bind(f.detail).step();
+  return sqlite3_changes(db_) > 0;
+}
+
+std::vector<NodeFaultRecord> StateStore::node_faults(const std::string& node, long long since) {
+  Statement q(db_, prepare("SELECT node, time, kind, detail FROM node_faults WHERE node = ? AND time >= ? ORDER BY time"));
+  q.bind(node).bind(since);
+  std::vector<NodeFaultRecord> out;
+  while (q.step()) out.push_back({q.s(0), q.i(1), q.s(2), q.s(3)});
+  return out;
+}
+
+std::vector<NodeFaultRecord> StateStore::recent_node_faults(int limit) {
+  Statement q(db_, prepare("SELECT node, time, kind, detail FROM node_faults ORDER BY time DESC LIMIT ?"));
+  q.bind(limit);
+  std::vector<NodeFaultRecord> out;
+  while (q.step()) out.push_back({q.s(0), q.i(1), q.s(2), q.s(3)});
+  return out;
+}
+
+void StateStore::set_quarantine(const QuarantineRecord& r) {
+  Statement q(db_, prepare("INSERT OR REPLACE INTO quarantine VALUES (?,?,?,0)"));
+  q.bind(r.node).bind(r.since).bind(r.reason).step();
+}
+
+void StateStore::release_quarantine(const std::string& node, long long when) {
+  Statement q(db_, prepare("UPDATE quarantine SET released = ? WHERE node = ? AND released = 0"));
+  q.bind(when).bind(node).step();
+}
+
+std::vector<QuarantineRecord> StateStore::quarantined() {
+  Statement q(db_, prepare("SELECT node, since, reason FROM quarantine WHERE released = 0 ORDER BY node"));
+  std::vector<QuarantineRecord> out;
+  while (q.step()) out.push_back({q.s(0), q.i(1), q.s(2)});
+  return out;
+}
+
+long long StateStore::last_release(const std::string& node) {
+  Statement q(db_, prepare("SELECT released FROM quarantine WHERE node = ?"));
+  q.bind(node);
+  return q.step() ? q.i(0) : 0;
+}
+
+void StateStore::log_action(const ActionRecord& a) {
+  Statement q(db_, prepare("INSERT INTO actions VALUES (?,?,?,?,?,?)"));
+  q.bind(a.time).bind(a.job_id).bind(a.node).bind(a.action).bind(a.detail).bind(a.ok ? 1 : 0).step();
+}
+
+std::vector<ActionRecord> StateStore::actions(std::uint32_t job_id) {
+  Statement q(db_, prepare("SELECT time, job_id, node, action, detail, ok FROM actions WHERE job_id = ? ORDER BY rowid"));
+  q.bind(job_id);
+  std::vector<ActionRecord> out;
+  while (q.step()) out.push_back({q.i(0), static_cast<std::uint32_t>(q.i(1)), q.s(2), q.s(3), q.s(4), q.i(5) != 0});
+  return out;
+}
+
+}  // namespace safe

@@ -1,0 +1,122 @@
+// safed's memory across restarts: SQLite (WAL) under controller.state_dir. Jobs, their attempts
+// with classification and evidence, failovers with their phase (so a restart in the middle of one
+// neither loses nor repeats a requeue), node faults, quarantines, and every action taken.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace safe {
+
+struct JobRecord {
+  std::uint32_t job_id = 0;
+  std::string name, workspace;
+  long long submit_time = 0;
+  int max_retries = 0;
+  int retries_used = 0;
+  long long gpus = 0;
+  std::string state;  // pending, running, failing_over, completed, failed, cancelled, ... as SaFE sees it
+  std::string last_class, last_evidence;
+  long long run_seconds = 0;  // summed over attempts that ended
+  long long end_time = 0;     // 0 while the job may still run
+  std::string user_exclude;   // the job's own ExcNodeList, kept when SaFE adds bad nodes
+  long long updated = 0;
+};
+
+struct AttemptRecord {
+  std::uint32_t job_id = 0;
+  int attempt = 0;  // Slurm's restart count of the run (0 = first run)
+  std::string nodes;
+  long long start_time = 0, end_time = 0;
+  std::string end_state, failure_class, rule, evidence;
+};
+
+// signalled: checkpoint signal sent, waiting for the grace period; requeueing: about to call (or
+// called) slurm_requeue; requeued: Slurm requeued it, exclusions and start time still to set;
+// done: it may run again; refused: not retried (retries exhausted), recorded on the job.
+enum class FailoverPhase { waiting, signalled, requeueing, requeued, done, refused };
+std::string to_string(FailoverPhase p);
+FailoverPhase parse_failover_phase(const std::string& s);
+
+struct FailoverRecord {
+  std::uint32_t job_id = 0;
+  int attempt = 0;  // the restart count of the run that failed: the failover's idempotency key
+  std::string failure_class, evidence;
+  std::string bad_nodes;  // comma list
+  FailoverPhase phase = FailoverPhase::waiting;
+  long long fault_time = 0, signal_time = 0, requeue_time = 0, running_again_time = 0;
+  long long not_before = 0;  // backoff: do not requeue before this time
+  std::string workspace;
+  long long gpus = 0;
+};
+
+struct NodeFaultRecord {
+  std::string node;
+  long long time = 0;
+  std::string kind, detail;
+};
+
+struct QuarantineRecord {
+  std::string node;
+  long long since = 0;
+  std::string reason;
+};
+
+struct ActionRecord {
+  long long time = 0;
+  std::uint32_t job_id = 0;
+  std::string node, action, detail;
+  bool ok = true;
+};
+
+class StateStore {
+ public:
+  // Opens or creates DIR/safed.sqlite. Throws std::runtime_error with a message for the admin.
+  explicit StateStore(const std::string& path);
+  ~StateStore();
+  StateStore(const StateStore&) = delete;
+  StateStore& operator=(const StateStore&) = delete;
+
+  void begin();
+  void commit();
+
+  void put_job(const JobRecord& j);
+  std::optional<JobRecord> job(std::uint32_t id);
+  std::vector<JobRecord> jobs(bool include_finished, int limit = 1000);
+
+  void put_attempt(const AttemptRecord& a);
+  std::vector<AttemptRecord> attempts(std::uint32_t job_id);
+
+  void put_failover(const FailoverRecord& f);
+  std::optional<FailoverRecord> failover(std::uint32_t job_id, int attempt);
+  std::vector<FailoverRecord> failovers(std::uint32_t job_id);
+  std::vector<FailoverRecord> all_failovers();
+  std::vector<FailoverRecord> open_failovers();  // not done and not refused
+
+  // False when the same fault (node, time, detail) is already recorded.
+  bool add_node_fault(const NodeFaultRecord& f);
+  std::vector<NodeFaultRecord> node_faults(const std::string& node, long long since);
+  std::vector<NodeFaultRecord> recent_node_faults(int limit);
+
+  void set_quarantine(const QuarantineRecord& q);
+  void release_quarantine(const std::string& node, long long when);
+  std::vector<QuarantineRecord> quarantined();
+  long long last_release(const std::string& node);  // 0: never released
+
+  void log_action(const ActionRecord& a);
+  std::vector<ActionRecord> actions(std::uint32_t job_id);
+
+ private:
+  void exec(const char* sql);
+  sqlite3_stmt* prepare(const std::string& sql);
+  sqlite3* db_ = nullptr;
+  std::unordered_map<std::string, sqlite3_stmt*> statements_;
+};
+
+}  // namespace safe

@@ -1,0 +1,256 @@
+#include "controller/safed/status_report.hpp"
+
+#include <jansson.h>
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <sstream>
+
+#include "common/admission.hpp"
+
+namespace safe {
+namespace {
+
+using JsonPtr = std::unique_ptr<json_t, decltype(&json_decref)>;
+
+std::string dump(json_t* root) {
+  JsonPtr owner(root, json_decref);
+  char* text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  std::string out = text ? text : "{}";
+  free(text);
+  return out + "\n";
+}
+
+std::string label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+json_t* job_json(const JobRecord& j) {
+  json_t* o = json_object();
+  json_object_set_new(o, "job_id", json_integer(j.job_id));
+  json_object_set_new(o, "name", json_string(j.name.c_str()));
+  json_object_set_new(o, "workspace", json_string(j.workspace.c_str()));
+  json_object_set_new(o, "state", json_string(j.state.c_str()));
+  json_object_set_new(o, "retries_used", json_integer(j.retries_used));
+  json_object_set_new(o, "max_retries", json_integer(j.max_retries));
+  json_object_set_new(o, "gpus", json_integer(j.gpus));
+  json_object_set_new(o, "submit_time", json_integer(j.submit_time));
+  json_object_set_new(o, "end_time", json_integer(j.end_time));
+  json_object_set_new(o, "last_class", json_string(j.last_class.c_str()));
+  json_object_set_new(o, "last_evidence", json_string(j.last_evidence.c_str()));
+  return o;
+}
+
+}  // namespace
+
+std::map<std::string, WorkspaceTime> workspace_times(const FailoverPlanner& planner, long long now) {
+  std::map<std::string, WorkspaceTime> out;
+  for (const auto& [id, t] : planner.jobs()) {
+    const JobRecord& r = t.record;
+    if (!r.submit_time) continue;
+    WorkspaceTime& w = out[r.workspace];
+    double productive = static_cast<double>(r.run_seconds);
+    if (r.state == "running" && t.attempt_start) productive += static_cast<double>(now - t.attempt_start);
+    long long end = r.end_time ? r.end_time : now;
+    w.productive_s += productive;
+    w.wall_s += static_cast<double>(std::max<long long>(0, end - r.submit_time));
+  }
+  return out;
+}
+
+std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& health, long long now) {
+  std::ostringstream m;
+  const PlannerCounters& c = planner.counters();
+  m << "# HELP safe_controller_up 1 when the last pass read Slurm successfully.\n# TYPE safe_controller_up gauge\n"
+    << "safe_controller_up " << (health.slurm_ok ? 1 : 0) << "\n";
+  m << "# HELP safe_reconcile_duration_seconds Duration of the last reconcile pass.\n"
+       "# TYPE safe_reconcile_duration_seconds gauge\n"
+    << "safe_reconcile_duration_seconds " << health.last_pass_ms / 1000.0 << "\n";
+  m << "# HELP safe_job_failures_total Attempts of SaFE jobs that failed, by failure class.\n"
+       "# TYPE safe_job_failures_total counter\n";
+  for (auto cls : all_failure_classes()) {
+    std::string name(to_string(cls));
+    auto it = c.failures_by_class.find(name);
+    m << "safe_job_failures_total{class=\"" << name << "\"} " << (it == c.failures_by_class.end() ? 0 : it->second) << "\n";
+  }
+  m << "# HELP safe_failovers_total Requeues SaFE made, by failure class.\n# TYPE safe_failovers_total counter\n";
+  for (auto cls : all_failure_classes()) {
+    std::string name(to_string(cls));
+    auto it = c.failovers_by_class.find(name);
+    m << "safe_failovers_total{class=\"" << name << "\"} " << (it == c.failovers_by_class.end() ? 0 : it->second) << "\n";
+  }
+  m << "# HELP safe_failovers_deferred_total Failovers delayed by the storm guards.\n"
+       "# TYPE safe_failovers_deferred_total counter\n"
+    << "safe_failovers_deferred_total{reason=\"rate_limit\"} " << c.deferred_rate_limit << "\n"
+    << "safe_failovers_deferred_total{reason=\"backoff\"} " << c.deferred_backoff << "\n";
+  m << "# HELP safe_failovers_refused_total Failures not retried because the job's retries were used up.\n"
+       "# TYPE safe_failovers_refused_total counter\nsafe_failovers_refused_total "
+    << c.refused_exhausted << "\n";
+  static constexpr std::array<double, 10> kBuckets{5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600};
+  m << "# HELP safe_mttr_seconds Time from a fault to the job running again.\n# TYPE safe_mttr_seconds histogram\n";
+  double sum = 0;
+  for (double b : kBuckets) {
+    long long n = 0;
+    for (double s : c.mttr_samples) n += s <= b ? 1 : 0;
+    m << "safe_mttr_seconds_bucket{le=\"" << b << "\"} " << n << "\n";
+  }
+  for (double s : c.mttr_samples) sum += s;
+  m << "safe_mttr_seconds_bucket{le=\"+Inf\"} " << c.mttr_samples.size() << "\n"
+    << "safe_mttr_seconds_sum " << sum << "\nsafe_mttr_seconds_count " << c.mttr_samples.size() << "\n";
+  m << "# HELP safe_time_lost_seconds_total Seconds from faults to running again, per workspace.\n"
+       "# TYPE safe_time_lost_seconds_total counter\n";
+  for (const auto& [ws, s] : c.time_lost_by_workspace)
+    m << "safe_time_lost_seconds_total{workspace=\"" << label(ws) << "\"} " << s << "\n";
+  m << "# HELP safe_ettr Effective training time ratio per workspace: run time / wall time since submission.\n"
+       "# TYPE safe_ettr gauge\n";
+  for (const auto& [ws, w] : workspace_times(planner, now))
+    m << "safe_ettr{workspace=\"" << label(ws) << "\"} " << w.ettr() << "\n";
+  std::map<std::string, int> by_condition;
+  for (auto cond : {NodeCondition::ok, NodeCondition::safe_drain, NodeCondition::quarantined, NodeCondition::down,
+                    NodeCondition::admin_drain})
+    by_condition[std::string(to_string(cond))] = 0;
+  for (const auto& n : planner.nodes()) ++by_condition[std::string(to_string(node_condition(n)))];
+  m << "# HELP safe_nodes Nodes by health state as SaFE sees them.\n# TYPE safe_nodes gauge\n";
+  for (const auto& [cond, n] : by_condition) m << "safe_nodes{state=\"" << cond << "\"} " << n << "\n";
+  m << "# HELP safe_node_quarantined 1 for each node SaFE quarantined.\n# TYPE safe_node_quarantined gauge\n";
+  for (const auto& [node, q] : planner.quarantined()) m << "safe_node_quarantined{node=\"" << label(node) << "\"} 1\n";
+  m << "# HELP safe_quarantined_nodes Nodes in quarantine.\n# TYPE safe_quarantined_nodes gauge\n"
+    << "safe_quarantined_nodes " << planner.quarantined().size() << "\n";
+  m << "# HELP safe_workspace_gpus GPUs of a workspace in use and its quota (Slurm licenses).\n"
+       "# TYPE safe_workspace_gpus gauge\n";
+  for (const auto& l : health.licenses) {
+    if (l.name.rfind("safe_ws_", 0) != 0) continue;
+    std::string ws = l.name.substr(8);
+    m << "safe_workspace_gpus{workspace=\"" << label(ws) << "\",kind=\"in_use\"} " << l.in_use << "\n"
+      << "safe_workspace_gpus{workspace=\"" << label(ws) << "\",kind=\"quota\"} " << l.total << "\n";
+  }
+  return m.str();
+}
+
+std::string render_status_json(FailoverPlanner& planner, const ControllerHealth& health, long long now) {
+  json_t* root = json_object();
+  json_t* ctl = json_object();
+  json_object_set_new(ctl, "started", json_integer(health.started));
+  json_object_set_new(ctl, "last_pass", json_integer(health.last_pass));
+  json_object_set_new(ctl, "last_pass_ms", json_real(health.last_pass_ms));
+  json_object_set_new(ctl, "slurm_ok", json_boolean(health.slurm_ok));
+  json_object_set_new(ctl, "slurm_error", json_string(health.slurm_error.c_str()));
+  json_object_set_new(ctl, "failovers_last_minute", json_integer(planner.rate_limit_used(now)));
+  json_object_set_new(ctl, "rate_limit_per_minute", json_integer(planner.config().failover.rate_limit_per_minute));
+  json_object_set_new(root, "controller", ctl);
+
+  json_t* nodes = json_array();
+  for (const auto& n : planner.nodes()) {
+    json_t* o = json_object();
+    json_object_set_new(o, "name", json_string(n.name.c_str()));
+    json_object_set_new(o, "health", json_string(std::string(to_string(node_condition(n))).c_str()));
+    json_object_set_new(o, "reason", json_string(n.reason.c_str()));
+    json_object_set_new(o, "quarantined", json_boolean(planner.quarantined().count(n.name) > 0));
+    json_array_append_new(nodes, o);
+  }
+  json_object_set_new(root, "nodes", nodes);
+
+  json_t* quarantine = json_array();
+  for (const auto& [node, q] : planner.quarantined()) {
+    json_t* o = json_object();
+    json_object_set_new(o, "node", json_string(node.c_str()));
+    json_object_set_new(o, "since", json_integer(q.since));
+    json_object_set_new(o, "reason", json_string(q.reason.c_str()));
+    json_array_append_new(quarantine, o);
+  }
+  json_object_set_new(root, "quarantined", quarantine);
+
+  json_t* workspaces = json_array();
+  auto times = workspace_times(planner, now);
+  for (const auto& w : planner.config().workspaces) {
+    json_t* o = json_object();
+    json_object_set_new(o, "name", json_string(w.name.c_str()));
+    json_object_set_new(o, "gpu_quota", json_integer(w.gpu_quota));
+    long long in_use = 0;
+    for (const auto& l : health.licenses)
+      if (l.name == workspace_license(w.name)) in_use = l.in_use;
+    json_object_set_new(o, "gpus_in_use", json_integer(in_use));
+    auto t = times.find(w.name);
+    json_object_set_new(o, "ettr", t == times.end() ? json_null() : json_real(t->second.ettr()));
+    auto lost = planner.counters().time_lost_by_workspace.find(w.name);
+    json_object_set_new(o, "time_lost_s",
+                        json_real(lost == planner.counters().time_lost_by_workspace.end() ? 0 : lost->second));
+    json_array_append_new(workspaces, o);
+  }
+  json_object_set_new(root, "workspaces", workspaces);
+
+  json_t* jobs = json_array();
+  std::vector<const TrackedJob*> sorted;
+  for (const auto& [id, t] : planner.jobs()) sorted.push_back(&t);
+  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->record.job_id < b->record.job_id; });
+  for (const TrackedJob* t : sorted) json_array_append_new(jobs, job_json(t->record));
+  json_object_set_new(root, "jobs", jobs);
+  return dump(root);
+}
+
+std::string render_jobs_json(StateStore& store, bool include_finished) {
+  json_t* root = json_object();
+  json_t* jobs = json_array();
+  for (const auto& j : store.jobs(include_finished)) json_array_append_new(jobs, job_json(j));
+  json_object_set_new(root, "jobs", jobs);
+  return dump(root);
+}
+
+std::string render_job_json(StateStore& store, std::uint32_t job_id) {
+  auto job = store.job(job_id);
+  if (!job) return "";
+  json_t* root = job_json(*job);
+  json_t* attempts = json_array();
+  for (const auto& a : store.attempts(job_id)) {
+    json_t* o = json_object();
+    json_object_set_new(o, "attempt", json_integer(a.attempt + 1));
+    json_object_set_new(o, "nodes", json_string(a.nodes.c_str()));
+    json_object_set_new(o, "start_time", json_integer(a.start_time));
+    json_object_set_new(o, "end_time", json_integer(a.end_time));
+    json_object_set_new(o, "end_state", json_string(a.end_state.c_str()));
+    json_object_set_new(o, "class", json_string(a.failure_class.c_str()));
+    json_object_set_new(o, "rule", json_string(a.rule.c_str()));
+    json_object_set_new(o, "evidence", json_string(a.evidence.c_str()));
+    json_array_append_new(attempts, o);
+  }
+  json_object_set_new(root, "attempts", attempts);
+  json_t* failovers = json_array();
+  for (const auto& f : store.failovers(job_id)) {
+    json_t* o = json_object();
+    json_object_set_new(o, "attempt", json_integer(f.attempt + 1));
+    json_object_set_new(o, "class", json_string(f.failure_class.c_str()));
+    json_object_set_new(o, "evidence", json_string(f.evidence.c_str()));
+    json_object_set_new(o, "bad_nodes", json_string(f.bad_nodes.c_str()));
+    json_object_set_new(o, "phase", json_string(to_string(f.phase).c_str()));
+    json_object_set_new(o, "fault_time", json_integer(f.fault_time));
+    json_object_set_new(o, "signal_time", json_integer(f.signal_time));
+    json_object_set_new(o, "requeue_time", json_integer(f.requeue_time));
+    json_object_set_new(o, "running_again_time", json_integer(f.running_again_time));
+    json_object_set_new(o, "mttr_s", f.running_again_time ? json_integer(f.running_again_time - f.fault_time) : json_null());
+    json_array_append_new(failovers, o);
+  }
+  json_object_set_new(root, "failovers", failovers);
+  json_t* actions = json_array();
+  for (const auto& a : store.actions(job_id)) {
+    json_t* o = json_object();
+    json_object_set_new(o, "time", json_integer(a.time));
+    json_object_set_new(o, "action", json_string(a.action.c_str()));
+    json_object_set_new(o, "detail", json_string(a.detail.c_str()));
+    json_object_set_new(o, "ok", json_boolean(a.ok));
+    json_array_append_new(actions, o);
+  }
+  json_object_set_new(root, "actions", actions);
+  return dump(root);
+}
+
+}  // namespace safe

@@ -1,0 +1,34 @@
+// What safed reports: Prometheus metrics and the /api/v1 JSON documents, rendered from the
+// planner's state (callers hold the lock that guards it) and the state store.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "controller/safed/failover_planner.hpp"
+
+namespace safe {
+
+struct ControllerHealth {
+  long long started = 0;
+  long long last_pass = 0;      // unix time of the last complete reconcile pass
+  double last_pass_ms = 0;
+  bool slurm_ok = false;
+  std::string slurm_error;
+  std::vector<SlurmLicense> licenses;
+};
+
+std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& health, long long now);
+std::string render_status_json(FailoverPlanner& planner, const ControllerHealth& health, long long now);
+std::string render_jobs_json(StateStore& store, bool include_finished);
+// "" when the store does not know the job.
+std::string render_job_json(StateStore& store, std::uint32_t job_id);
+
+// ETTR of one workspace: productive run time / wall time since submission, over its SaFE jobs.
+struct WorkspaceTime {
+  double productive_s = 0, wall_s = 0;
+  double ettr() const { return wall_s > 0 ? productive_s / wall_s : 0; }
+};
+std::map<std::string, WorkspaceTime> workspace_times(const FailoverPlanner& planner, long long now);
+
+}  // namespace safe

@@ -1,0 +1,52 @@
+# shellcheck shell=bash
+# Helpers for the controller's (safed) end-to-end tests; source after lib.sh.
+
+# job_field JOBID FIELD: one field of `scontrol show job` (e.g. JobState, Restarts, ExcNodeList).
+job_field() {
+    scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n1
+}
+
+# admin_comment JOBID: the whole AdminComment (it holds spaces).
+admin_comment() {
+    scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p'
+}
+
+now_ms() { date +%s%3N; }
+
+# write_trainer_script FILE: a batch script running safe-trainer on every node (one task each),
+# passing its arguments on. The batch shell ignores the checkpoint signal: safed signals the shell
+# and the steps, and only the trainer should act on it.
+write_trainer_script() {
+    cat >"$1" <<'JOB'
+#!/bin/bash
+trap '' USR1
+srun --ntasks-per-node=1 safe-trainer "$@"
+JOB
+    chmod +x "$1"
+}
+
+# started_since JOBID EPOCH_S: true when the job runs an attempt that started at or after EPOCH_S.
+# (Right after a requeue Slurm still shows the old run as RUNNING with the new restart count.)
+started_since() {
+    local start
+    [[ $(job_field "$1" JobState) == RUNNING ]] || return 1
+    start=$(job_field "$1" StartTime)
+    [[ $start != Unknown && -n $start ]] || return 1
+    (($(date -d "$start" +%s) >= $2))
+}
+
+# wait_restarted JOBID RESTARTS SINCE_EPOCH_S TIMEOUT_S: waits until the job runs again, with
+# Slurm's restart count RESTARTS, in a run started at or after SINCE_EPOCH_S.
+wait_restarted() {
+    wait_for "started_since $1 $3 && [[ \$(job_field $1 Restarts) == $2 ]]" "$4" \
+        "scontrol show job $1; tail -n 20 $SAFE_CLUSTER_DIR/log/safed.out"
+}
+
+# last_step_of_attempt OUTFILE ATTEMPT / first_step_of_attempt: the trainer's progress lines.
+last_step_of_attempt() { awk -v a="$2" '$1 == "step" && $4 == a { s = $2 } END { print s + 0 }' "$1"; }
+first_step_of_attempt() { awk -v a="$2" '$1 == "step" && $4 == a { print $2; exit }' "$1"; }
+
+# safed_job JOBID JQ_FILTER: a field of safed's record of the job (safectl job ID --json).
+safed_job() {
+    safectl job "$1" --json 2>/dev/null | jq -r "$2"
+}

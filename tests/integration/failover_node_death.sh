@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# failover_node_death.sh: on a cluster of its own (4 nodes, SaFE), one node's slurmd is killed
+# under a running 2-node trainer job. Slurm marks the node DOWN after SlurmdTimeout and requeues
+# the job with its ~120 s hold; safed must start it at once on healthy nodes, excluding the dead
+# one. Prints the MTTR and its parts (Slurm's detection, SaFE's restart).
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=failover_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/failover_lib.sh"
+
+dir=$(mktemp -d /tmp/sfnd.XXXXXX)
+work=$(mktemp -d)
+cleanup() {
+    "$SAFE_CLUSTER_BIN" down --dir "$dir" >/dev/null 2>&1 || true
+    rm -rf "$dir" "$work"
+}
+trap cleanup EXIT
+"$SAFE_CLUSTER_BIN" up --dir "$dir" --nodes 4 --safe >/dev/null
+use_cluster "$dir"
+write_trainer_script "$work/job.sh"
+
+jobid=$(sbatch --parsable -N2 --gpus-per-node=1 --safe-retries=2 --safe-ckpt-dir="$work/ckpt" \
+    -o "$work/out" "$work/job.sh" --steps 100000 --rate 20 --ckpt-every 20)
+wait_for "[[ \$(last_step_of_attempt $work/out 1) -ge 25 ]]" 30 "scontrol show job $jobid; cat $work/out"
+nodes=$(job_field "$jobid" NodeList)
+# The node that is not the batch host: its task is orphaned like on a dead machine, while the
+# batch host's part is stopped by the requeue.
+dead=$(scontrol show hostnames "$nodes" | tail -n1)
+pid=$(awk -v n="slurmd-$dead" '$1 == n { print $2 }' "$dir/run/daemons")
+[[ -n $pid ]] || fail "no pid recorded for slurmd on $dead"
+
+t0=$(now_ms)
+kill -KILL "$pid"
+wait_for "[[ \$(job_field $jobid Restarts) == 1 ]]" 90 "scontrol show job $jobid; sinfo -N"
+t_requeued=$(now_ms)
+wait_restarted "$jobid" 1 $((t0 / 1000)) 30
+t_running=$(now_ms)
+
+new_nodes=$(job_field "$jobid" NodeList)
+[[ $(scontrol show hostnames "$new_nodes") != *"$dead"* ]] || fail "job restarted on the dead node $dead"
+assert_contains "$(job_field "$jobid" ExcNodeList)" "$dead" "ExcNodeList"
+comment=$(admin_comment "$jobid")
+assert_contains "$comment" "retries=1/2" "AdminComment"
+assert_contains "$comment" "last=node_fault $dead" "AdminComment"
+wait_for "[[ \$(first_step_of_attempt $work/out 2) -ge 20 ]]" 30 "cat $work/out"
+resumed=$(first_step_of_attempt "$work/out" 2)
+mttr=$((t_running - t0))
+detect=$((t_requeued - t0))
+restart=$((t_running - t_requeued))
+((restart < 15000)) || fail "SaFE took $restart ms from Slurm's requeue to running (Slurm's own hold is ~120 s)"
+printf 'PASS: failover_node_death: slurmd of %s killed under job %s (%s) -> running on %s after %d.%d s (MTTR; Slurm detection %d.%d s, SaFE restart %d.%d s), resumed at step %d\n' \
+    "$dead" "$jobid" "$nodes" "$new_nodes" $((mttr / 1000)) $((mttr % 1000 / 100)) $((detect / 1000)) \
+    $((detect % 1000 / 100)) $((restart / 1000)) $((restart % 1000 / 100)) "$resumed"

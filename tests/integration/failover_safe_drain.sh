@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# failover_safe_drain.sh DIR: a 2-node trainer job runs; one of its nodes gets a critical SaFE
+# drain (exactly what safe-healthcheck sets for an uncorrectable ECC error). safed must send the
+# checkpoint signal, requeue the job excluding that node and start it at once; the job resumes
+# from the checkpoint written on the signal (no step redone beyond it) and completes. Prints MTTR.
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=failover_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/failover_lib.sh"
+
+(($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
+use_cluster "$1"
+
+work=$(mktemp -d)
+jobid="" bad=""
+cleanup() {
+    [[ -z $jobid ]] || scancel "$jobid" 2>/dev/null || true
+    [[ -z $bad ]] || scontrol update nodename="$bad" state=resume 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+write_trainer_script "$work/job.sh"
+
+# 20 steps/s, a checkpoint every 50 steps: the signal-driven checkpoint must beat the interval.
+jobid=$(sbatch --parsable -N2 --gpus-per-node=1 --safe-retries=2 --safe-ckpt-dir="$work/ckpt" \
+    --safe-ckpt-signal=USR1@30 -o "$work/out" "$work/job.sh" --steps 260 --rate 20 --ckpt-every 50)
+wait_for "[[ \$(last_step_of_attempt $work/out 1) -ge 60 ]]" 30 "scontrol show job $jobid; cat $work/out"
+nodes=$(job_field "$jobid" NodeList)
+bad=$(scontrol show hostnames "$nodes" | tail -n1)
+
+t0=$(now_ms)
+scontrol update nodename="$bad" state=drain reason="SaFE: gpu0 uncorrectable ECC=2"
+wait_restarted "$jobid" 1 $((t0 / 1000)) 30
+mttr_ms=$(($(now_ms) - t0))
+
+new_nodes=$(job_field "$jobid" NodeList)
+[[ $(scontrol show hostnames "$new_nodes") != *"$bad"* ]] || fail "job restarted on the drained node $bad ($new_nodes)"
+assert_contains "$(job_field "$jobid" ExcNodeList)" "$bad" "ExcNodeList"
+comment=$(admin_comment "$jobid")
+assert_contains "$comment" "retries=1/2" "AdminComment"
+assert_contains "$comment" "last=node_fault $bad SaFE: gpu0 uncorrectable ECC=2" "AdminComment"
+
+wait_for "[[ \$(job_field $jobid JobState) == COMPLETED ]]" 60 "scontrol show job $jobid; cat $work/out"
+out=$(cat "$work/out")
+assert_contains "$out" "(on signal)" "job output (checkpoint on the signal)"
+signal_step=$(sed -n 's/^checkpoint step \([0-9]*\) (on signal)$/\1/p' "$work/out" | tail -n1)
+resumed=$(sed -n 's/^resumed from step \([0-9]*\) .* attempt 2$/\1/p' "$work/out")
+assert_eq "$signal_step" "$resumed" "step resumed from (the signal's checkpoint)"
+last1=$(last_step_of_attempt "$work/out" 1)
+first2=$(first_step_of_attempt "$work/out" 2)
+assert_eq $((resumed + 1)) "$first2" "first step of attempt 2"
+redone=$((last1 - resumed))
+((redone <= 50)) || fail "$redone steps redone, more than the checkpoint interval of 50"
+assert_contains "$out" "done 260 steps attempt 2" "job output"
+
+history=$(safectl job "$jobid")
+assert_contains "$history" "node_fault" "safectl job"
+assert_contains "$history" "requeue" "safectl job"
+metrics=$(curl -sf "$SAFE_CONTROLLER_URL/metrics")
+grep -Eq '^safe_failovers_total\{class="node_fault"\} [1-9]' <<<"$metrics" || fail "metrics lack the failover: $metrics"
+printf 'PASS: failover_safe_drain: job %s on %s, %s drained -> running on %s after %d.%03d s (MTTR), %d steps redone\n' \
+    "$jobid" "$nodes" "$bad" "$new_nodes" $((mttr_ms / 1000)) $((mttr_ms % 1000)) "$redone"

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# quarantine_lemon.sh DIR: a node that faults again and again (drained with a SaFE reason, then
+# resumed, as the health checker does) is quarantined by safed after failover.lemon_faults (3)
+# faults: a drain with the reserved "SaFE-quarantine:" reason, which safed restores if a "SaFE:"
+# drain replaces it, and which only `safectl node release` ends.
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=failover_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/failover_lib.sh"
+
+(($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
+use_cluster "$1"
+
+node=n4
+node_reason() { scontrol show node "$node" | sed -n 's/^ *Reason=\(.*\) \[.*$/\1/p'; }
+node_health() { safectl status --json | jq -r --arg n "$node" '.nodes[] | select(.name == $n) | .health'; }
+cleanup() {
+    safectl node release "$node" >/dev/null 2>&1 || true
+    scontrol update nodename="$node" state=resume >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+faults=0
+for i in 1 2 3; do
+    scontrol update nodename="$node" state=drain reason="SaFE: gpu$i uncorrectable ECC=$i"
+    faults=$i
+    wait_for "[[ \$(node_health) == safe_drain || \$(node_health) == quarantined ]]" 10 "safectl status"
+    if [[ $(node_health) == quarantined ]]; then break; fi
+    sleep 1.2
+    [[ $(node_health) != quarantined ]] || break
+    scontrol update nodename="$node" state=resume  # "healed": the health checker resumes its own drain
+    wait_for "[[ \$(node_health) == ok ]]" 10 "safectl status"
+done
+wait_for "[[ \$(node_health) == quarantined ]]" 10 "safectl status; scontrol show node $node"
+reason=$(node_reason)
+assert_contains "$reason" "SaFE-quarantine: " "reason of $node"
+assert_contains "$reason" "safectl node release $node" "reason of $node"
+[[ $(sinfo -h -n "$node" -o %T) == drain* ]] || fail "$node is not drained: $(sinfo -h -n "$node" -o %T)"
+metrics=$(curl -sf "$SAFE_CONTROLLER_URL/metrics")
+assert_contains "$metrics" "safe_node_quarantined{node=\"$node\"} 1" "metrics"
+
+# A later "SaFE:" drain (the health checker failing it again) must not replace the quarantine,
+# and no resume of a SaFE: reason may end it.
+scontrol update nodename="$node" state=drain reason="SaFE: gpu0 uncorrectable ECC=9"
+wait_for "[[ \$(node_reason) == SaFE-quarantine:* ]]" 10 "scontrol show node $node"
+
+out=$(safectl node release "$node")
+assert_contains "$out" "released $node" "safectl node release"
+wait_for "[[ \$(sinfo -h -n $node -o %T) == idle ]]" 10 "sinfo -N"
+wait_for "[[ \$(node_health) == ok ]]" 10 "safectl status"
+assert_eq 0 "$(safectl status --json | jq '.quarantined | length')" "quarantined nodes after release"
+out=$(safectl node release n1 2>&1 || true)
+assert_contains "$out" "not quarantined" "safectl node release of a healthy node"
+echo "PASS: quarantine_lemon ($node quarantined after $faults SaFE drains in this test, kept, released)"

@@ -1,0 +1,116 @@
+// safe-trainer: a stand-in for a training job, for end-to-end tests, demos and benchmarks. It
+// advances steps at a fixed rate, checkpoints every K steps into $SAFE_CKPT_DIR the complete-marker
+// way (new directory step-N, its files, then the COMPLETE marker last), resumes from
+// $SAFE_RESUME_FROM, checkpoints at once on $SAFE_CKPT_SIGNAL, touches $SAFE_HEARTBEAT_FILE, and
+// prints one line per step ("step N attempt A"), so lost and recomputed work can be counted.
+// Only rank 0 ($SLURM_PROCID) writes checkpoints and prints steps; other ranks keep time.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "common/signal_name.hpp"
+
+namespace {
+
+std::atomic<bool> g_checkpoint_now{false};
+void on_checkpoint_signal(int) { g_checkpoint_now = true; }
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+bool write_checkpoint(const std::string& dir, long step, std::string& path) {
+  path = dir + "/step-" + std::to_string(step);
+  mkdir(path.c_str(), 0755);
+  {
+    std::ofstream state(path + "/state");
+    state << step << "\n";
+    if (!state.flush()) return false;
+  }
+  std::ofstream marker(path + "/COMPLETE");  // last: the checkpoint counts from here on
+  return static_cast<bool>(marker.flush());
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: safe-trainer [--steps N] [--rate STEPS_PER_S] [--ckpt-every K] [--exit-at STEP:CODE[:ATTEMPTS]]\n"
+               "                    [--hang-at STEP[:ATTEMPTS]]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  long steps = 100, ckpt_every = 10, exit_at = -1, exit_code = 0, exit_attempts = 1, hang_at = -1, hang_attempts = 1;
+  double rate = 10;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i + 1 >= argc) return usage();
+    std::string v = argv[++i];
+    if (a == "--steps") steps = std::stol(v);
+    else if (a == "--rate") rate = std::stod(v);
+    else if (a == "--ckpt-every") ckpt_every = std::stol(v);
+    else if (a == "--exit-at") std::sscanf(v.c_str(), "%ld:%ld:%ld", &exit_at, &exit_code, &exit_attempts);
+    else if (a == "--hang-at") std::sscanf(v.c_str(), "%ld:%ld", &hang_at, &hang_attempts);
+    else return usage();
+  }
+  bool rank0 = env("SLURM_PROCID").empty() || env("SLURM_PROCID") == "0";
+  long attempt = env("SAFE_ATTEMPT").empty() ? 1 : std::stol(env("SAFE_ATTEMPT"));
+  std::string ckpt_dir = env("SAFE_CKPT_DIR"), heartbeat = env("SAFE_HEARTBEAT_FILE");
+  std::string sig = env("SAFE_CKPT_SIGNAL");
+  if (auto signo = safe::checkpoint_signal_number(sig.substr(0, sig.find('@')))) {
+    struct sigaction sa {};
+    sa.sa_handler = on_checkpoint_signal;
+    sigaction(*signo, &sa, nullptr);
+  }
+  long step = 0;
+  if (std::string from = env("SAFE_RESUME_FROM"); !from.empty()) {
+    std::ifstream state(from + "/state");
+    state >> step;
+    if (rank0) std::printf("resumed from step %ld (%s) attempt %ld\n", step, from.c_str(), attempt);
+  } else if (rank0) {
+    std::printf("starting attempt %ld\n", attempt);
+  }
+  std::fflush(stdout);
+  auto period = std::chrono::duration<double>(1.0 / rate);
+  auto next = std::chrono::steady_clock::now();
+  while (step < steps) {
+    if (hang_at >= 0 && step + 1 >= hang_at && attempt <= hang_attempts) {
+      if (rank0) std::printf("hanging at step %ld\n", step + 1);
+      std::fflush(stdout);
+      for (;;) pause();
+    }
+    next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(period);
+    std::this_thread::sleep_until(next);
+    ++step;
+    if (!rank0) continue;
+    std::printf("step %ld attempt %ld\n", step, attempt);
+    if (!heartbeat.empty()) {
+      std::ofstream touch(heartbeat, std::ios::trunc);
+      touch << step << "\n";
+    }
+    bool on_signal = g_checkpoint_now.exchange(false);
+    if (!ckpt_dir.empty() && (on_signal || (ckpt_every > 0 && step % ckpt_every == 0))) {
+      std::string path;
+      if (write_checkpoint(ckpt_dir, step, path))
+        std::printf("checkpoint step %ld%s\n", step, on_signal ? " (on signal)" : "");
+    }
+    std::fflush(stdout);
+    if (exit_at >= 0 && step == exit_at && attempt <= exit_attempts) {
+      std::printf("exiting with code %ld at step %ld\n", exit_code, step);
+      std::fflush(stdout);
+      return static_cast<int>(exit_code);
+    }
+  }
+  if (rank0) std::printf("done %ld steps attempt %ld\n", steps, attempt);
+  return 0;
+}

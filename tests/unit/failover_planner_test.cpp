@@ -1,0 +1,422 @@
+// The failover planner against a fake Slurm and a fake clock: each test is one story the
+// controller must get right, checked through the calls it makes to Slurm.
+#include "controller/safed/failover_planner.hpp"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+#include "tests/unit/fake_slurm.hpp"
+
+namespace safe {
+namespace {
+
+using testing::FakeFiles;
+using testing::FakeSlurm;
+
+constexpr const char* kMeta = "safe: ws=ml retries=0/3 health=standard sig=USR1@30 hang=0 gpus=2 ckpt=/ck/1";
+
+class PlannerTest : public ::testing::Test {
+ protected:
+  PlannerTest() : store(":memory:") {
+    for (int i = 1; i <= 6; ++i) {
+      SlurmNode n;
+      n.name = "n" + std::to_string(i);
+      n.idle = true;
+      slurm.nodes.push_back(n);
+    }
+    config.failover.backoff_initial_s = 10;
+    config.failover.rate_limit_per_minute = 100;
+    planner = std::make_unique<FailoverPlanner>(config, slurm, store, files);
+  }
+
+  SlurmJob& add_job(std::uint32_t id, const std::string& nodes, const std::string& meta = kMeta) {
+    SlurmJob j;
+    j.id = id;
+    j.name = "train";
+    j.state = SlurmJobState::running;
+    j.nodes = nodes;
+    j.num_nodes = 2;
+    j.admin_comment = meta;
+    j.submit_time = 900;
+    j.start_time = 950;
+    slurm.jobs.push_back(j);
+    return slurm.jobs.back();
+  }
+
+  void pass() {
+    slurm.now = now;
+    planner->reconcile(slurm.jobs, slurm.nodes, now);
+  }
+  // Advances the clock one second at a time, a pass each second.
+  void run_for(int seconds) {
+    for (int i = 0; i < seconds; ++i) {
+      ++now;
+      pass();
+    }
+  }
+  void drain(const std::string& node, const std::string& reason) {
+    SlurmNode* n = slurm.node(node);
+    n->drain = true;
+    n->reason = reason;
+    n->reason_time = now;
+  }
+  void end_job(std::uint32_t id, SlurmJobState state, int exit_code = 0) {
+    SlurmJob* j = slurm.job(id);
+    j->state = state;
+    j->exit_code = static_cast<std::uint32_t>(exit_code) << 8;
+    j->end_time = now;
+  }
+  void start_again(std::uint32_t id, const std::string& nodes) {
+    SlurmJob* j = slurm.job(id);
+    j->state = SlurmJobState::running;
+    j->nodes = nodes;
+    j->start_time = now;
+  }
+  std::string last_update() {
+    for (auto it = slurm.calls.rbegin(); it != slurm.calls.rend(); ++it)
+      if (it->rfind("update", 0) == 0) return *it;
+    return "";
+  }
+
+  FakeSlurm slurm;
+  FakeFiles files;
+  StateStore store;
+  SafeConfig config;
+  std::unique_ptr<FailoverPlanner> planner;
+  long long now = 1000;
+};
+
+TEST_F(PlannerTest, SafeDrainUnderRunningJobSignalsWaitsForCheckpointThenRequeuesAway) {
+  add_job(7, "n[1-2]");
+  pass();
+  drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
+  run_for(1);
+  EXPECT_EQ(1, slurm.count("signal 7 " + std::to_string(SIGUSR1)));
+  EXPECT_EQ(0, slurm.count("requeue"));
+  run_for(5);
+  EXPECT_EQ(0, slurm.count("requeue")) << "grace not over, no checkpoint yet";
+  files.checkpoints["/ck/1"] = now;  // the job wrote its checkpoint
+  run_for(1);
+  EXPECT_EQ(1, slurm.count("requeue 7"));
+  run_for(1);
+  EXPECT_EQ("update 7 exc=n2,n1 start=now comment=safe: ws=ml retries=1/3 health=standard sig=USR1@30 hang=0 gpus=2 "
+            "ckpt=/ck/1 last=node_fault n2 SaFE: gpu0 uncorrectable ECC=2",
+            last_update());
+  start_again(7, "n[3-4]");
+  run_for(3);
+  EXPECT_EQ(1, slurm.count("requeue"));
+  EXPECT_EQ(1u, planner->counters().mttr_samples.size());
+  EXPECT_EQ(1, planner->counters().failovers_by_class.at("node_fault"));
+}
+
+TEST_F(PlannerTest, GraceOverWithoutCheckpointStillRequeues) {
+  add_job(7, "n[1-2]");
+  pass();
+  drain("n1", "SaFE: gpu3 lost");
+  run_for(29);
+  EXPECT_EQ(0, slurm.count("requeue"));
+  run_for(2);
+  EXPECT_EQ(1, slurm.count("requeue 7"));
+}
+
+TEST_F(PlannerTest, AdminDrainIsNotAFault) {
+  add_job(7, "n[1-2]");
+  pass();
+  drain("n1", "maintenance on Tuesday");
+  run_for(5);
+  EXPECT_TRUE(slurm.calls.empty());
+}
+
+TEST_F(PlannerTest, UserErrorIsRecordedNotRequeued) {
+  add_job(7, "n[1-2]");
+  pass();
+  end_job(7, SlurmJobState::failed, 1);
+  run_for(3);
+  EXPECT_EQ(0, slurm.count("requeue"));
+  EXPECT_EQ("", last_update()) << "Slurm refuses changes to ended jobs: nothing sent";
+  EXPECT_NE(std::string::npos, store.job(7)->last_evidence.find("exit code 1, no node fault seen (not retried"));
+  EXPECT_EQ("failed", store.job(7)->state);
+  EXPECT_EQ("user_error", store.attempts(7).back().failure_class);
+}
+
+TEST_F(PlannerTest, FailedAfterNodeFaultDuringTheJobIsRequeuedExcludingIt) {
+  add_job(7, "n[1-2]");
+  pass();
+  drain("n2", "SaFE: gpu1 uncorrectable ECC=1");
+  end_job(7, SlurmJobState::failed, 1);  // died before safed could signal it
+  run_for(1);
+  EXPECT_EQ(1, slurm.count("requeue 7"));
+  run_for(1);
+  EXPECT_NE(std::string::npos, last_update().find("exc=n2,n1 start=now"));
+}
+
+TEST_F(PlannerTest, TimeoutAndCancelAreNotRequeued) {
+  add_job(7, "n[1-2]");
+  add_job(8, "n[3-4]");
+  pass();
+  end_job(7, SlurmJobState::timeout);
+  end_job(8, SlurmJobState::cancelled);
+  run_for(3);
+  EXPECT_EQ(0, slurm.count("requeue"));
+  EXPECT_EQ("timeout", store.job(7)->last_class);
+  EXPECT_EQ("cancelled", store.job(8)->last_class);
+}
+
+TEST_F(PlannerTest, InfraExitCodeRetriedUntilRetriesAreUsedUp) {
+  add_job(7, "n[1-2]", "safe: retries=0/1 health=standard sig=USR1 hang=0 gpus=2");
+  pass();
+  end_job(7, SlurmJobState::failed, 75);
+  run_for(2);
+  EXPECT_EQ(1, slurm.count("requeue 7"));
+  EXPECT_NE(std::string::npos, last_update().find("retries=1/1"));
+  start_again(7, "n[3-4]");
+  run_for(20);
+  end_job(7, SlurmJobState::failed, 75);
+  run_for(20);
+  EXPECT_EQ(1, slurm.count("requeue 7"));
+  EXPECT_NE(std::string::npos, store.job(7)->last_evidence.find("retries exhausted (1/1)"));
+  EXPECT_EQ("failed", store.job(7)->state);
+}
+
+TEST_F(PlannerTest, NodeDeathRequeuedBySlurmStartsAtOnceAwayFromIt) {
+  add_job(7, "n[1-2]");
+  pass();
+  SlurmNode* n2 = slurm.node("n2");
+  n2->down = true;
+  n2->reason = "Not responding";
+  n2->reason_time = now;
+  SlurmJob* j = slurm.job(7);  // Slurm requeues a --requeue job itself, with a 120 s hold
+  j->state = SlurmJobState::pending;
+  j->restart_cnt = 1;
+  j->start_time = now + 120;
+  j->nodes.clear();
+  run_for(1);
+  EXPECT_EQ(0, slurm.count("requeue"));
+  EXPECT_NE(std::string::npos, last_update().find("update 7 exc=n2,n1 start=now"));
+  EXPECT_NE(std::string::npos, last_update().find("retries=1/3"));
+}
+
+TEST_F(PlannerTest, WaitsForTheOldRunToWindDownAndLiftsAHoldSlurmPutsBack) {
+  add_job(7, "n[1-2]");
+  pass();
+  SlurmNode* n2 = slurm.node("n2");
+  n2->down = true;
+  n2->reason_time = now;
+  SlurmJob* j = slurm.job(7);
+  j->state = SlurmJobState::pending;
+  j->completing = true;  // requeued, old run still completing
+  j->restart_cnt = 1;
+  run_for(2);
+  EXPECT_EQ(0, slurm.count("update 7 exc")) << "a StartTime set now would be overwritten";
+  slurm.job(7)->completing = false;
+  run_for(1);
+  EXPECT_NE(std::string::npos, last_update().find("update 7 exc=n2,n1 start=now"));
+  slurm.job(7)->start_time = now + 120;  // Slurm's hold came back
+  run_for(1);
+  EXPECT_EQ("update 7 start=now", last_update());
+  run_for(2);
+  EXPECT_EQ(1, slurm.count("update 7 start=now"));
+}
+
+TEST_F(PlannerTest, NodeDeathWithRetriesUsedUpHoldsWhatSlurmRequeued) {
+  add_job(7, "n[1-2]", "safe: retries=2/2 health=standard sig=USR1 hang=0 gpus=2");
+  pass();
+  SlurmNode* n2 = slurm.node("n2");
+  n2->down = true;
+  n2->reason_time = now;
+  SlurmJob* j = slurm.job(7);
+  j->state = SlurmJobState::pending;
+  j->restart_cnt = 1;
+  run_for(2);
+  EXPECT_NE(std::string::npos, last_update().find("update 7 hold comment="));
+  EXPECT_NE(std::string::npos, last_update().find("retries exhausted (2/2)"));
+  EXPECT_EQ("held", store.job(7)->state);
+  EXPECT_EQ(0, slurm.count("update 7 exc"));
+}
+
+TEST_F(PlannerTest, NodeAlreadyDownAtStartIsNotCountedAgainOnEveryRestart) {
+  config.failover.lemon_faults = 2;
+  slurm.node("n5")->down = true;  // no reason time: e.g. never registered
+  for (int restart = 0; restart < 3; ++restart) {
+    planner = std::make_unique<FailoverPlanner>(config, slurm, store, files);
+    run_for(1);
+  }
+  EXPECT_EQ(0, slurm.count("drain n5"));
+}
+
+TEST_F(PlannerTest, SlurmRequeueWithoutFaultIsLeftAlone) {
+  add_job(7, "n[1-2]");
+  pass();
+  SlurmJob* j = slurm.job(7);
+  j->state = SlurmJobState::pending;
+  j->restart_cnt = 1;
+  run_for(3);
+  EXPECT_TRUE(slurm.calls.empty()) << "an admin's requeue is theirs: no hold, no update";
+}
+
+TEST_F(PlannerTest, RestartDuringFailoverRequeuesExactlyOnce) {
+  add_job(7, "n[1-2]");
+  pass();
+  drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
+  end_job(7, SlurmJobState::failed, 1);
+  slurm.crash_after_requeue = true;
+  EXPECT_THROW(run_for(1), std::runtime_error);  // safed dies right after Slurm requeued the job
+  slurm.crash_after_requeue = false;
+  planner = std::make_unique<FailoverPlanner>(config, slurm, store, files);  // restart: memory lost
+  run_for(3);
+  EXPECT_EQ(1, slurm.count("requeue 7"));
+  EXPECT_NE(std::string::npos, last_update().find("exc=n2,n1 start=now"));
+  EXPECT_NE(std::string::npos, last_update().find("retries=1/3"));
+}
+
+TEST_F(PlannerTest, RestartBeforeRequeueRequeuesOnce) {
+  add_job(7, "n[1-2]");
+  pass();
+  drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
+  run_for(1);  // signalled
+  planner = std::make_unique<FailoverPlanner>(config, slurm, store, files);
+  files.checkpoints["/ck/1"] = now + 1;
+  run_for(3);
+  EXPECT_EQ(1, slurm.count("signal"));
+  EXPECT_EQ(1, slurm.count("requeue 7"));
+}
+
+TEST_F(PlannerTest, RateLimitSpreadsAFloodOfFailovers) {
+  config.failover.rate_limit_per_minute = 3;
+  planner->set_config(config);
+  for (std::uint32_t id = 1; id <= 5; ++id) add_job(id, "n[1-2]", "safe: retries=0/3 health=standard sig=USR1 hang=0 gpus=2");
+  pass();
+  for (std::uint32_t id = 1; id <= 5; ++id) end_job(id, SlurmJobState::failed, 75);
+  run_for(5);
+  EXPECT_EQ(3, slurm.count("requeue"));
+  EXPECT_GE(planner->counters().deferred_rate_limit, 2);
+  run_for(60);
+  EXPECT_EQ(5, slurm.count("requeue"));
+}
+
+TEST_F(PlannerTest, BackoffDelaysARepeatedFailover) {
+  add_job(7, "n[1-2]");
+  pass();
+  end_job(7, SlurmJobState::failed, 75);
+  run_for(2);
+  ASSERT_EQ(1, slurm.count("requeue 7"));
+  start_again(7, "n[3-4]");
+  run_for(1);
+  end_job(7, SlurmJobState::failed, 75);
+  run_for(5);
+  EXPECT_EQ(1, slurm.count("requeue 7")) << "second failover waits backoff_initial_s = 10";
+  run_for(10);
+  EXPECT_EQ(2, slurm.count("requeue 7"));
+}
+
+TEST_F(PlannerTest, KeepsTheJobOffNodesItJustLeftOnlyWhenOthersCanHoldIt) {
+  slurm.nodes.resize(3);  // n1..n3: after excluding the faulty n2, only n3 is fresh
+  add_job(7, "n[1-2]");
+  pass();
+  drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
+  end_job(7, SlurmJobState::failed, 1);
+  run_for(2);
+  EXPECT_NE(std::string::npos, last_update().find("exc=n2 start=+")) << last_update();
+}
+
+TEST_F(PlannerTest, LemonNodeIsQuarantinedAndReleased) {
+  config.failover.lemon_faults = 3;
+  planner->set_config(config);
+  pass();
+  for (int i = 0; i < 3; ++i) {
+    drain("n4", "SaFE: gpu1 uncorrectable ECC=" + std::to_string(i + 1));
+    run_for(1);
+    SlurmNode* n = slurm.node("n4");
+    if (i < 2) {
+      n->drain = false;  // the health checker resumed it
+      n->reason.clear();
+      run_for(1);
+    }
+  }
+  ASSERT_EQ(1, slurm.count("drain n4 SaFE-quarantine: 3 faults"));
+  EXPECT_EQ(1u, planner->quarantined().count("n4"));
+  run_for(3);
+  EXPECT_EQ(1, slurm.count("drain n4")) << "quarantine is not repeated";
+  EXPECT_EQ("", planner->release_node("n4", now));
+  EXPECT_EQ(1, slurm.count("resume n4"));
+  EXPECT_TRUE(planner->quarantined().empty());
+  EXPECT_NE("", planner->release_node("n1", now)) << "n1 was never quarantined";
+}
+
+TEST_F(PlannerTest, HealthCheckerRedrainOfAQuarantinedNodeKeepsTheQuarantine) {
+  config.failover.lemon_faults = 1;
+  planner->set_config(config);
+  pass();
+  drain("n4", "SaFE: gpu1 lost");
+  run_for(1);
+  ASSERT_EQ(1u, planner->quarantined().count("n4"));
+  drain("n4", "SaFE: gpu1 lost");  // reason replaced by the health checker
+  run_for(1);
+  EXPECT_EQ(2, slurm.count("drain n4 SaFE-quarantine:"));
+}
+
+TEST_F(PlannerTest, HangWithoutOutputGrowthIsRequeuedAsInfraTransient) {
+  add_job(7, "n[1-2]", "safe: retries=0/2 health=standard sig=USR1@5 hang=60 gpus=2");
+  slurm.job(7)->std_out = "/out/%j.log";
+  files.files["/out/7.log"] = {true, 100, 0};
+  pass();
+  run_for(30);
+  files.files["/out/7.log"] = {true, 200, 0};  // progress
+  run_for(40);
+  EXPECT_EQ(0, slurm.count("signal"));
+  run_for(25);
+  EXPECT_EQ(1, slurm.count("signal 7"));
+  run_for(6);
+  EXPECT_EQ(1, slurm.count("requeue 7"));
+  EXPECT_EQ("infra_transient", store.job(7)->last_class);
+}
+
+TEST_F(PlannerTest, NonSafeJobsAreIgnored) {
+  add_job(7, "n[1-2]", "an admin's note");
+  pass();
+  end_job(7, SlurmJobState::node_fail);
+  run_for(3);
+  EXPECT_TRUE(slurm.calls.empty());
+  EXPECT_TRUE(planner->jobs().empty());
+}
+
+TEST_F(PlannerTest, EpilogEvidenceMakesAFailureANodeFault) {
+  add_job(7, "n[1-2]");
+  pass();
+  files.evidence_by_job[7] = {{"n1", "epilog", "gpu_ecc uncorrectable ECC=4 on gpu0"}};
+  end_job(7, SlurmJobState::failed, 1);
+  run_for(2);
+  EXPECT_EQ(1, slurm.count("requeue 7"));
+  EXPECT_EQ("node_fault", store.job(7)->last_class);
+}
+
+TEST(StateStore, KeepsFailoversFaultsAndQuarantines) {
+  StateStore s(":memory:");
+  s.put_failover({7, 0, "node_fault", "n2 ECC", "n2", FailoverPhase::signalled, 10, 11, 0, 0, 0, "ml", 16});
+  s.put_failover({8, 1, "infra_transient", "exit 75", "", FailoverPhase::done, 10, 0, 12, 20, 0, "ml", 8});
+  ASSERT_EQ(1u, s.open_failovers().size());
+  EXPECT_EQ(FailoverPhase::signalled, s.open_failovers()[0].phase);
+  EXPECT_EQ(20, s.failover(8, 1)->running_again_time);
+  EXPECT_TRUE(s.add_node_fault({"n2", 5, "safe_drain", "SaFE: x"}));
+  EXPECT_FALSE(s.add_node_fault({"n2", 5, "safe_drain", "SaFE: x"})) << "same fault twice";
+  EXPECT_EQ(1u, s.node_faults("n2", 0).size());
+  EXPECT_TRUE(s.node_faults("n2", 6).empty());
+  s.set_quarantine({"n2", 30, "SaFE-quarantine: ..."});
+  EXPECT_EQ(1u, s.quarantined().size());
+  s.release_quarantine("n2", 40);
+  EXPECT_TRUE(s.quarantined().empty());
+  EXPECT_EQ(40, s.last_release("n2"));
+  JobRecord j;
+  j.job_id = 7;
+  j.state = "running";
+  j.user_exclude = "n9";
+  s.put_job(j);
+  EXPECT_EQ("n9", s.job(7)->user_exclude);
+  EXPECT_EQ(1u, s.jobs(false).size());
+  s.log_action({1, 7, "", "requeue", "", true});
+  EXPECT_EQ(1u, s.actions(7).size());
+}
+
+}  // namespace
+}  // namespace safe
