@@ -66,8 +66,13 @@ assert_contains "$logs" "SAFE_CKPT_SIGNAL=USR2@30" "logs"
 assert_contains "$(scontrol show job "${id#slurm-}")" "AdminComment=safe: ws=ml retries=0/2" "the job_submit plugin's record"
 got=$(expect 200 GET "/api/v1/workloads/$id" "Munge $(munge -n)")
 assert_eq "ml bridge root 0" "$(jq -r '"\(.workspace) \(.labels.suite) \(.user) \(.exitCode)"' <<<"$got")" "workload view"
+event_types() { expect 200 GET "/api/v1/workloads/$id/events" "Bearer $ROOT_JWT" | jq -r '[.items[].type] | join(" ")'; }
+# Slurm's events, then safed's history of the job (the fixture cluster runs safed, which records a
+# job within a poll or two): one attempt.
+wait_for '[[ $(event_types) == *Attempt* ]]' 15 event_types
 events=$(expect 200 GET "/api/v1/workloads/$id/events" "Bearer $ROOT_JWT")
-assert_eq "Submitted Started Succeeded" "$(jq -r '[.items[].type] | join(" ")' <<<"$events")" "events"
+assert_eq "Submitted Started Succeeded" "$(jq -r '[.items[].type][0:3] | join(" ")' <<<"$events")" "events from Slurm"
+assert_eq "Attempt" "$(jq -r '[.items[].type][3:] | join(" ")' <<<"$events")" "events from safed"
 
 # A non-root user with munge: the job runs as that user; policy is applied by job_submit_safe
 # inside slurmctld to the job's user (safetest), though the bridge submits as root.
