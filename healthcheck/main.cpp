@@ -14,6 +14,7 @@
 #include "healthcheck/gpu_backend.hpp"
 #include "healthcheck/gpu_collector.hpp"
 #include "healthcheck/health_run.hpp"
+#include "healthcheck/kube_mark.hpp"
 #include "healthcheck/hwloc_numa.hpp"
 #include "healthcheck/node_setup.hpp"
 #include "healthcheck/nvml_backend.hpp"
@@ -62,6 +63,21 @@ void start_xid_listener() {
   }).detach();
 }
 
+// --kube: carry out the run's verdict on the Kubernetes node with safe-kube-node (installed beside
+// this program), whose client the REST bridge also uses.
+void apply_kube_mark(const safe::RunReport& report, const safe::RunOptions& options, safe::ProcessRunner& runner) {
+  safe::KubeMarkDecision decision = safe::decide_kube_mark(report.verdict);
+  std::string dir = options.self_exe.substr(0, options.self_exe.find_last_of('/') + 1);
+  auto argv = safe::kube_mark_command(dir + "safe-kube-node", options.node, decision);
+  if (argv.empty()) return;
+  safe::ProcessResult result = runner.run(argv, std::chrono::seconds(options.config.health.slurm_timeout_s));
+  if (!result.ok())
+    std::cerr << "safe-healthcheck: " << argv[1] << " of Kubernetes node " << options.node << " failed ("
+              << result.err << result.error << "); check the agent's RBAC and API server access\n";
+  else
+    syslog(LOG_WARNING, "%s", (argv[1] + " Kubernetes node " + options.node + " " + decision.reason).c_str());
+}
+
 int run(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == safe::kGpuSnapshotChildFlag)
     return safe::gpu_snapshot_child_main({argv + 2, argv + argc});
@@ -79,6 +95,8 @@ int run(int argc, char** argv) {
       "json", "print the run as JSON instead of one summary line")(
       "watch", "run as the node agent: every health.interval_s plus up to health.jitter_s")(
       "no-slurm", "check and report only; never call scontrol")(
+      "kube", "Kubernetes node: no Slurm; mark the node unhealthy (label and NoSchedule taint, through "
+              "safe-kube-node) instead of draining it, and clear the mark once it has recovered")(
       "startup", "treat this as the startup run: record results, do not call the controller")(
       "print-numa-map", "print this node's GPU -> NUMA map (a health.numa_reference file) and exit")(
       "root", po::value<std::string>()->default_value("/"), "read /proc, /sys and /dev under this directory (tests)");
@@ -112,7 +130,8 @@ int run(int argc, char** argv) {
   options.node = safe::resolve_node_name(vm.count("node") ? vm["node"].as<std::string>() : "", std::getenv("SLURMD_NODENAME"),
                                          config->health.node_name, safe::host_name());
   options.self_exe = safe::self_executable();
-  options.use_slurm = !vm.count("no-slurm");
+  const bool kube = vm.count("kube") > 0;
+  options.use_slurm = !vm.count("no-slurm") && !kube;
   options.force_startup = vm.count("startup") > 0;
   options.slurmd_instance = safe::slurmd_instance(safe::NodeFs("/"), getppid());
 
@@ -140,6 +159,7 @@ int run(int argc, char** argv) {
   bool json = vm.count("json") > 0;
   if (!vm.count("watch")) {
     safe::RunReport report = safe::run_health_once(options, runner, slurm);
+    if (kube) apply_kube_mark(report, options, runner);
     print(report, json);
     if (report.status == "not-run") std::cerr << "safe-healthcheck: " << report.error << "\n";
     return report.exit_code;
@@ -161,7 +181,9 @@ int run(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (g_stop) break;
     g_wake = false;
-    print(safe::run_health_once(options, runner, slurm), json);
+    safe::RunReport report = safe::run_health_once(options, runner, slurm);
+    if (kube) apply_kube_mark(report, options, runner);
+    print(report, json);
     wait_ms = config->health.interval_s * 1000 + jitter_ms(random);
   }
   return 0;

@@ -160,4 +160,27 @@ for i in 0 1; do
 done
 assert_contains "$(expect 200 GET /api/v1/nodes | jq -c '.items[] | select(.name == "k3")')" '"health":"unhealthy","safeDrained":true'
 expect_failure "safe-kube-node: cannot read node nope: HTTP 404" "$bin/safe-kube-node" mark nope --kubeconfig "$work/kubeconfig"
+
+# The health agent itself: safe-healthcheck --kube marks its Kubernetes node on a critical GPU
+# fault (simulated GPUs) and clears the mark once the node has recovered, through safe-kube-node.
+cat >"$work/agent.yaml" <<YAML
+health:
+  backend: sim
+  sim_dir: $work/sim
+  state_dir: $work/agent-state
+  pass_runs_before_resume: 1
+  disabled_checks: [kmsg_critical, kmsg_warning]
+YAML
+mark_of_k1() { objects Node | jq -r '.[] | select(.metadata.name == "k1") | .metadata.labels["safe-for-slurm.io/unhealthy"] // "none"'; }
+SAFE_CONFIG=$work/agent.yaml "$bin/safectl" inject --node k1 --gpu 0 --fault ecc >/dev/null
+set +e
+KUBECONFIG=$work/kubeconfig "$bin/safe-healthcheck" --kube --node k1 --config "$work/agent.yaml" >"$work/agent.out" 2>&1
+rc=$?
+set -e
+assert_eq 1 "$rc" "safe-healthcheck --kube exit code on a critical fault ($(cat "$work/agent.out"))"
+[[ $(mark_of_k1) != none ]] || fail "safe-healthcheck --kube did not mark k1: $(cat "$work/agent.out")"
+SAFE_CONFIG=$work/agent.yaml "$bin/safectl" inject --node k1 --gpu 0 --fault clear >/dev/null
+KUBECONFIG=$work/kubeconfig "$bin/safe-healthcheck" --kube --node k1 --config "$work/agent.yaml" >/dev/null ||
+    fail "safe-healthcheck --kube failed on a healthy node"
+assert_eq none "$(mark_of_k1)" "k1's mark after recovery"
 echo "bridge_kube: ok"
