@@ -7,6 +7,24 @@
 
 namespace safe {
 
+std::vector<std::string> group_names_of(const std::string& user, gid_t primary_gid) {
+  int count = 64;
+  std::vector<gid_t> gids(count);
+  if (getgrouplist(user.c_str(), primary_gid, gids.data(), &count) < 0) {
+    gids.resize(count);
+    if (getgrouplist(user.c_str(), primary_gid, gids.data(), &count) < 0) count = 0;
+  }
+  gids.resize(count);
+  std::vector<std::string> names;
+  std::vector<char> buf(16384);
+  for (gid_t gid : gids) {
+    group gr;
+    group* g = nullptr;
+    if (getgrgid_r(gid, &gr, buf.data(), buf.size(), &g) == 0 && g) names.emplace_back(g->gr_name);
+  }
+  return names;
+}
+
 std::optional<JobUser> lookup_job_user(uid_t uid) {
   std::vector<char> buf(16384);
   passwd pw;
@@ -14,20 +32,7 @@ std::optional<JobUser> lookup_job_user(uid_t uid) {
   if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) != 0 || !found) return std::nullopt;
   JobUser user;
   user.name = pw.pw_name;
-
-  int count = 64;
-  std::vector<gid_t> gids(count);
-  if (getgrouplist(pw.pw_name, pw.pw_gid, gids.data(), &count) < 0) {
-    gids.resize(count);
-    if (getgrouplist(pw.pw_name, pw.pw_gid, gids.data(), &count) < 0) count = 0;
-  }
-  gids.resize(count);
-  std::vector<char> gbuf(16384);
-  for (gid_t gid : gids) {
-    group gr;
-    group* g = nullptr;
-    if (getgrgid_r(gid, &gr, gbuf.data(), gbuf.size(), &g) == 0 && g) user.groups.emplace_back(g->gr_name);
-  }
+  user.groups = group_names_of(user.name, pw.pw_gid);
   return user;
 }
 

@@ -6,7 +6,9 @@
 #include <ctime>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "common/admission.hpp"
 
@@ -14,6 +16,9 @@ namespace safe {
 
 // nullopt when the uid has no passwd entry.
 std::optional<JobUser> lookup_job_user(uid_t uid);
+
+// The names of every group `user` is in (its primary group `primary_gid` included).
+std::vector<std::string> group_names_of(const std::string& user, gid_t primary_gid);
 
 }  // namespace safe
 

@@ -7,25 +7,13 @@
 #include <map>
 #include <mutex>
 
+#include "common/job_user.hpp"
+
 namespace safe::bridge {
 namespace {
 
 std::optional<UserRecord> from_passwd(const passwd& pw) {
-  UserRecord user{pw.pw_name, pw.pw_uid, pw.pw_gid, {}};
-  int count = 64;
-  std::vector<gid_t> gids(count);
-  if (getgrouplist(pw.pw_name, pw.pw_gid, gids.data(), &count) < 0) {
-    gids.resize(count);
-    if (getgrouplist(pw.pw_name, pw.pw_gid, gids.data(), &count) < 0) count = 0;
-  }
-  gids.resize(count);
-  std::vector<char> buf(16384);
-  for (gid_t gid : gids) {
-    group gr;
-    group* g = nullptr;
-    if (getgrgid_r(gid, &gr, buf.data(), buf.size(), &g) == 0 && g) user.groups.emplace_back(g->gr_name);
-  }
-  return user;
+  return UserRecord{pw.pw_name, pw.pw_uid, pw.pw_gid, group_names_of(pw.pw_name, pw.pw_gid)};
 }
 
 // Every request authenticates; an NSS lookup (files, LDAP, sssd) per request would dominate.
