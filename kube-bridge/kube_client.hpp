@@ -3,12 +3,24 @@
 // the Kubernetes API double (tests/kube/kube_api_double.py).
 #pragma once
 
+#include <cctype>
 #include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace safe::bridge {
+
+// Percent-encodes one piece of an API URL (a name in a path, a query value).
+inline std::string url_escape(std::string_view s) {
+  std::string out;
+  static const char* hex = "0123456789ABCDEF";
+  for (unsigned char c : s) {
+    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') out += static_cast<char>(c);
+    else out += std::string("%") + hex[c >> 4] + hex[c & 15];
+  }
+  return out;
+}
 
 struct KubeResponse {
   int status = 0;     // HTTP status; 0: no answer (connection, TLS or timeout), see `error`

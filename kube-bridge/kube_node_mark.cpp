@@ -10,16 +10,6 @@
 namespace safe::bridge {
 namespace {
 
-std::string escape_path(std::string_view s) {
-  std::string out;
-  static const char* hex = "0123456789ABCDEF";
-  for (unsigned char c : s) {
-    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') out += static_cast<char>(c);
-    else out += std::string("%") + hex[c >> 4] + hex[c & 15];
-  }
-  return out;
-}
-
 std::string jstr(const json_t* j, const char* key) {
   const json_t* v = json_object_get(j, key);
   return json_is_string(v) ? json_string_value(v) : "";
@@ -36,7 +26,7 @@ std::string why(const KubeResponse& r) {
 
 bool mark_node_unhealthy(KubeClient& client, const std::string& node, const std::string& reason, bool clear,
                          std::string& error) {
-  std::string path = "/api/v1/nodes/" + escape_path(node);
+  std::string path = "/api/v1/nodes/" + url_escape(node);
   KubeResponse got = client.request("GET", path);
   if (got.status != 200) return error = "cannot read node " + node + ": " + why(got), false;
   Json n = json_take(json_loadb(got.body.data(), got.body.size(), 0, nullptr));

@@ -10,16 +10,6 @@
 namespace safe::bridge {
 namespace {
 
-std::string url_escape(std::string_view s) {
-  std::string out;
-  static const char* hex = "0123456789ABCDEF";
-  for (unsigned char c : s) {
-    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') out += static_cast<char>(c);
-    else out += std::string("%") + hex[c >> 4] + hex[c & 15];
-  }
-  return out;
-}
-
 Json parse(const std::string& body) { return json_take(json_loadb(body.data(), body.size(), 0, nullptr)); }
 
 std::string jstr(const json_t* j, std::initializer_list<const char*> path) {
