@@ -8,18 +8,26 @@
 namespace safe {
 
 std::vector<ProbeTarget> DeadNodeDetector::targets(const FailoverPlanner& planner) {
-  std::unordered_set<std::string> busy;
   std::unordered_map<std::uint32_t, std::pair<std::string, std::vector<std::string>>> seen;
+  bool changed = false;
   for (const auto& [id, t] : planner.jobs()) {
     if (t.record.state != "running" || t.attempt_nodes.empty()) continue;
     auto it = job_nodes_.find(id);
     auto& entry = seen[id];
-    if (it != job_nodes_.end() && it->second.first == t.attempt_nodes) entry = std::move(it->second);
-    else entry = {t.attempt_nodes, expand_hostlist(t.attempt_nodes)};
-    busy.insert(entry.second.begin(), entry.second.end());
+    if (it != job_nodes_.end() && it->second.first == t.attempt_nodes) {
+      entry = std::move(it->second);
+    } else {
+      entry = {t.attempt_nodes, expand_hostlist(t.attempt_nodes)};
+      changed = true;
+    }
   }
+  changed = changed || seen.size() != job_nodes_.size();
   job_nodes_ = std::move(seen);
-  return probe_targets(planner.nodes(), busy);
+  if (changed) {  // the busy set is rebuilt only when some job started, ended or moved
+    busy_.clear();
+    for (const auto& [id, entry] : job_nodes_) busy_.insert(entry.second.begin(), entry.second.end());
+  }
+  return probe_targets(planner.nodes(), busy_);
 }
 
 void DeadNodeDetector::apply(const std::vector<ProbeResult>& results, const FailoverPlanner& planner,

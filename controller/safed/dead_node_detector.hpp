@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "controller/safed/failover_planner.hpp"
@@ -39,6 +40,7 @@ class DeadNodeDetector {
   std::unordered_map<std::string, SlurmdLiveness> liveness_;
   // job -> (host list, expanded): expanded again only when a job's nodes change
   std::unordered_map<std::uint32_t, std::pair<std::string, std::vector<std::string>>> job_nodes_;
+  std::unordered_set<std::string> busy_;  // the nodes of job_nodes_
   std::vector<std::string> log_;
 };
 
