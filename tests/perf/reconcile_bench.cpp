@@ -5,7 +5,6 @@
 // connects to a loopback listener standing in for every busy node's slurmd) with its judgement,
 // and the peak memory. A benchmark: it prints figures and fails only if the planner breaks, never
 // on a time.
-#include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -23,6 +22,7 @@
 #include "controller/safed/failover_planner.hpp"
 #include "controller/safed/slurmd_prober.hpp"
 #include "tests/unit/fake_slurm.hpp"
+#include "tests/unit/loopback_listener.hpp"
 
 namespace {
 
@@ -32,31 +32,19 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 // A loopback listener that accepts and closes every connection: every node's "slurmd".
 struct Acceptor {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  int port = 0;
+  safe::testing::LoopbackListener socket{4096};
   std::atomic<bool> stop{false};
-  std::thread thread;
-  Acceptor() {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    port = ntohs(a.sin_port);
-    listen(fd, 4096);
-    thread = std::thread([this] {
-      while (!stop) {
-        int c = accept(fd, nullptr, nullptr);
-        if (c >= 0) close(c);
-      }
-    });
-  }
+  std::thread thread{[this] {
+    while (!stop) {
+      int c = accept(socket.fd, nullptr, nullptr);
+      if (c >= 0) close(c);
+    }
+  }};
+  int port() const { return socket.port; }
   ~Acceptor() {
     stop = true;
-    shutdown(fd, SHUT_RDWR);
+    shutdown(socket.fd, SHUT_RDWR);
     thread.join();
-    close(fd);
   }
 };
 
@@ -81,7 +69,7 @@ int main(int argc, char** argv) {
     safe::SlurmNode n;
     n.name = "gpu" + std::to_string(i);
     n.addr = "127.0.0.1";
-    n.port = slurmd.port;
+    n.port = slurmd.port();
     slurm.nodes.push_back(n);
   }
   for (int i = 0; i < jobs; ++i) {

@@ -1,21 +1,19 @@
 // Dead-node detection: the pure judgement (probe results -> DOWN / resume), the socket layer
 // against real sockets on loopback, and the detector's calls to a fake Slurm.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "controller/safed/dead_node_detector.hpp"
 #include "controller/safed/slurmd_liveness.hpp"
 #include "controller/safed/slurmd_prober.hpp"
 #include "tests/unit/fake_slurm.hpp"
+#include "tests/unit/loopback_listener.hpp"
 
 namespace safe {
 namespace {
 
 using testing::FakeFiles;
 using testing::FakeSlurm;
+using Listener = testing::LoopbackListener;
 
 ProbeResult probe(ProbeOutcome o) { return {"n2", o, "10.0.0.2:6818"}; }
 
@@ -125,24 +123,6 @@ TEST(SlurmdLiveness, TargetsAreBusyNodesInServiceAndItsOwnDownNodes) {
   EXPECT_EQ("n7", t[2].node);
   EXPECT_EQ(6818, t[2].port);
 }
-
-// A listening socket on a free loopback port; `backlog` as given to listen().
-struct Listener {
-  int fd = -1;
-  int port = 0;
-  explicit Listener(int backlog) {
-    fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    port = ntohs(a.sin_port);
-    listen(fd, backlog);
-  }
-  ~Listener() { close(fd); }
-};
 
 TEST(SlurmdProber, RealSocketsConnectedRefusedAndUnresolvable) {
   Listener alive(16);
