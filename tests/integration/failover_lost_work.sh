@@ -9,17 +9,7 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=failover_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/failover_lib.sh"
 
-(($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
-use_cluster "$1"
-
-work=$(mktemp -d)
-jobid=""
-cleanup() {
-    [[ -z $jobid ]] || scancel "$jobid" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-write_trainer_script "$work/job.sh"
+trainer_test_on_fixture "$@"
 
 jobid=$(sbatch --parsable -N1 --safe-retries=1 --safe-ckpt-dir="$work/ckpt" -o "$work/out" "$work/job.sh" \
     --steps 120 --rate 10 --ckpt-every 50 --exit-at 90:75)
