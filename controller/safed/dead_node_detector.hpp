@@ -32,6 +32,8 @@ class DeadNodeDetector {
              long long now_ms);
 
   const std::unordered_map<std::string, SlurmdLiveness>& liveness() const { return liveness_; }
+  long long downed() const { return downed_; }    // successful DOWNs so far
+  long long resumed() const { return resumed_; }  // successful resumes so far
   std::vector<std::string> take_log();
 
  private:
@@ -42,6 +44,7 @@ class DeadNodeDetector {
   std::unordered_map<std::uint32_t, std::pair<std::string, std::vector<std::string>>> job_nodes_;
   std::unordered_set<std::string> busy_;  // the nodes of job_nodes_
   std::vector<std::string> log_;
+  long long downed_ = 0, resumed_ = 0;
 };
 
 }  // namespace safe

@@ -188,6 +188,11 @@ int main(int argc, char** argv) {
             log_line(std::string("safed: slurmd probe round failed: ") + e.what());
           }
           for (const auto& line : detector.take_log()) log_line(line);
+          health.probe_targets = targets.size();
+          health.probe_round_ms =
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - round_start).count();
+          health.nodes_downed = detector.downed();
+          health.nodes_resumed = detector.resumed();
         }
         sleep_until(round_start + std::chrono::milliseconds(probe.interval_ms > 0 ? probe.interval_ms : 1000));
       }

@@ -78,6 +78,18 @@ std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& hea
   m << "# HELP safe_reconcile_duration_seconds Duration of the last reconcile pass.\n"
        "# TYPE safe_reconcile_duration_seconds gauge\n"
     << "safe_reconcile_duration_seconds " << health.last_pass_ms / 1000.0 << "\n";
+  m << "# HELP safe_slurmd_probe_targets Nodes whose slurmd the last probe round checked.\n"
+       "# TYPE safe_slurmd_probe_targets gauge\n"
+    << "safe_slurmd_probe_targets " << health.probe_targets << "\n"
+    << "# HELP safe_slurmd_probe_round_seconds Duration of the last slurmd probe round.\n"
+       "# TYPE safe_slurmd_probe_round_seconds gauge\n"
+    << "safe_slurmd_probe_round_seconds " << health.probe_round_ms / 1000.0 << "\n"
+    << "# HELP safe_nodes_set_down_total Nodes safed set DOWN because their slurmd stopped answering.\n"
+       "# TYPE safe_nodes_set_down_total counter\n"
+    << "safe_nodes_set_down_total " << health.nodes_downed << "\n"
+    << "# HELP safe_nodes_resumed_total Nodes safed set DOWN and resumed once their slurmd answered again.\n"
+       "# TYPE safe_nodes_resumed_total counter\n"
+    << "safe_nodes_resumed_total " << health.nodes_resumed << "\n";
   m << "# HELP safe_job_failures_total Attempts of SaFE jobs that failed, by failure class.\n"
        "# TYPE safe_job_failures_total counter\n";
   for (auto cls : all_failure_classes()) {

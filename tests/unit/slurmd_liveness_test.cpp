@@ -194,6 +194,7 @@ TEST(DeadNodeDetector, DownsTheDeadNodeOfARunningSafeJobAndResumesItWhenSlurmdIs
   EXPECT_EQ(0, slurm.count("down n1"));
   round(ProbeOutcome::refused, 1'004'000);
   EXPECT_EQ(1, slurm.count("down")) << "once";
+  EXPECT_EQ(1, detector.downed());
   auto actions = store.actions(0);
   ASSERT_FALSE(actions.empty());
   EXPECT_EQ("node down", actions.back().action);
@@ -216,6 +217,7 @@ TEST(DeadNodeDetector, DownsTheDeadNodeOfARunningSafeJobAndResumesItWhenSlurmdIs
   EXPECT_EQ(0, slurm.count("resume"));
   detector.apply({{"n2", ProbeOutcome::connected, "10.0.0.2:6818"}}, planner, {3, 2}, 1'007'000);
   EXPECT_EQ(1, slurm.count("resume n2"));
+  EXPECT_EQ(1, detector.resumed());
   EXPECT_EQ("node resumed", store.actions(0).back().action);
 }
 
