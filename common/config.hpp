@@ -95,10 +95,19 @@ struct CheckpointConfig {
   std::string complete_marker = "COMPLETE";
 };
 
+// safed's own dead-node detection: a TCP connect to the slurmd of each node running a SaFE job.
+struct SlurmdProbeConfig {
+  int interval_ms = 1000;  // 0 = off (Slurm's SlurmdTimeout alone finds dead nodes)
+  int timeout_ms = 1000;   // per probe
+  int failures = 3;        // consecutive failed probes before safed sets the node DOWN
+  int max_in_flight = 256; // probes open at once
+};
+
 struct ControllerConfig {
   std::string state_dir = "/var/lib/safe";
   std::string listen = "127.0.0.1:9810";
   int poll_interval_ms = 1000;
+  SlurmdProbeConfig slurmd_probe;
 };
 
 struct KubernetesConfig {

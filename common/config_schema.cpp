@@ -441,10 +441,21 @@ void read_checkpoint(MapScope& s, CheckpointConfig& c) {
            regex_rule("[A-Za-z0-9_.-]{1,128}", "expects a plain file name (letters, digits, '_', '.', '-')"));
 }
 
+void read_slurmd_probe(MapScope& s, SlurmdProbeConfig& p) {
+  s.integer("interval_ms", p.interval_ms, 0, 60000);
+  s.integer("timeout_ms", p.timeout_ms, 50, 10000);
+  s.integer("failures", p.failures, 1, 100);
+  s.integer("max_in_flight", p.max_in_flight, 1, 10000);
+  if (p.interval_ms > 0 && p.interval_ms < 200)
+    s.context().error(s.mark_of("interval_ms"),
+                      s.name("interval_ms") + ": " + std::to_string(p.interval_ms) + ": use 0 (off) or 200..60000");
+}
+
 void read_controller(MapScope& s, ControllerConfig& c) {
   s.string("state_dir", c.state_dir, kAbsolutePath);
   s.string("listen", c.listen, kListenAddress);
   s.integer("poll_interval_ms", c.poll_interval_ms, 100, 60000);
+  s.section("slurmd_probe", c.slurmd_probe, read_slurmd_probe);
 }
 
 void read_kubernetes(MapScope& s, KubernetesConfig& k) {

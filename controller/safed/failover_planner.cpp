@@ -7,6 +7,7 @@
 #include "common/hostlist.hpp"
 #include "common/lemon_detection.hpp"
 #include "common/signal_name.hpp"
+#include "controller/safed/lost_work.hpp"
 
 namespace safe {
 namespace {
@@ -306,9 +307,9 @@ void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, 
   struct {
     std::string state, last_class;
     int retries_used, max_retries;
-    long long end_time, updated;
-  } before{t.record.state, t.record.last_class, t.record.retries_used, t.record.max_retries, t.record.end_time,
-           t.record.updated};
+    long long end_time, updated, run_seconds, lost_seconds;
+  } before{t.record.state,    t.record.last_class, t.record.retries_used, t.record.max_retries,
+           t.record.end_time, t.record.updated,    t.record.run_seconds,  t.record.lost_seconds};
   t.record.max_retries = meta.settings.retries;
   t.record.retries_used = std::max(t.record.retries_used, meta.retries_used);
 
@@ -383,6 +384,8 @@ void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, 
       JobFailure failure;
       failure.end = JobEnd::requeued_by_slurm;
       failure.node_faults = faults_during(t.attempt_nodes, t.attempt_start, job.id);
+      long long start = t.attempt_start ? t.attempt_start : job.start_time;
+      count_attempt(t, meta, start, job.end_time >= start && job.end_time <= now ? job.end_time : now, true);
       start_failover(t, job, meta, failure, now);
     } else if (ended(job.state) && !job.completing && t.classified_attempt < job.restart_cnt) {
       if (job.state == SlurmJobState::complete) {
@@ -390,7 +393,7 @@ void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, 
         store_.put_attempt({job.id, job.restart_cnt, job.nodes, job.start_time, job.end_time, "COMPLETED", "", "", ""});
         t.record.state = "completed";
         t.record.end_time = job.end_time;
-        t.record.run_seconds += std::max<long long>(0, job.end_time - job.start_time);
+        count_attempt(t, meta, job.start_time, job.end_time, false);
       } else {
         JobFailure failure;
         failure.end = job_end(job.state);
@@ -398,14 +401,15 @@ void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, 
         failure.exit_code = e.code;
         failure.signal = e.signal;
         failure.node_faults = faults_during(job.nodes, job.start_time, job.id);
-        t.record.run_seconds += std::max<long long>(0, job.end_time - job.start_time);
+        count_attempt(t, meta, job.start_time, job.end_time, true);
         start_failover(t, job, meta, failure, now);
       }
     }
   }
   if (t.record.state != before.state || t.record.retries_used != before.retries_used ||
       t.record.max_retries != before.max_retries || t.record.end_time != before.end_time ||
-      t.record.last_class != before.last_class || !before.updated) {
+      t.record.last_class != before.last_class || t.record.run_seconds != before.run_seconds ||
+      t.record.lost_seconds != before.lost_seconds || !before.updated) {
     t.record.updated = now;
     store_.put_job(t.record);
   }
@@ -484,8 +488,6 @@ void FailoverPlanner::start_failover(TrackedJob& t, const SlurmJob& job, const J
   if (failure.end != JobEnd::running_on_bad_node && failure.end != JobEnd::hung && !by_slurm && job.end_time)
     f.fault_time = std::min<long long>(f.fault_time, job.end_time);
   if (failure.end == JobEnd::hung && t.last_progress) f.fault_time = t.last_progress;  // when it stopped
-  if ((failure.end == JobEnd::hung || failure.end == JobEnd::running_on_bad_node) && t.attempt_start)
-    t.record.run_seconds += std::max<long long>(0, now - t.attempt_start);
   long long last_requeue = 0;
   for (const auto& prev : store_.failovers(job.id))
     if (prev.phase == FailoverPhase::done) last_requeue = std::max(last_requeue, prev.requeue_time);
@@ -560,6 +562,29 @@ std::string FailoverPlanner::exclusions_for(const FailoverRecord& f, const Track
   return join_hostlist(exclude);
 }
 
+void FailoverPlanner::count_attempt(TrackedJob& t, const JobMetadata& meta, long long start, long long end,
+                                    bool failed) {
+  t.record.run_seconds += std::max(0LL, end - start);
+  if (!failed) return;
+  long long checkpoint = meta.settings.ckpt_dir.empty()
+                             ? 0
+                             : files_.newest_checkpoint_time(meta.settings.ckpt_dir, config_.checkpoint.complete_marker);
+  t.record.lost_seconds += lost_work_s(start, end, checkpoint);
+}
+
+void FailoverPlanner::settle_running_attempt(const FailoverRecord& f, TrackedJob& t, const JobMetadata& meta,
+                                             long long now) {
+  // An attempt failed over while it still ran (bad node, hang) ran on through the checkpoint
+  // signal and its grace: it is counted once, at the requeue, with the checkpoint it left.
+  for (AttemptRecord a : store_.attempts(f.job_id)) {
+    if (a.attempt != f.attempt || a.end_time != 0 || a.end_state.empty()) continue;
+    a.end_time = now;
+    store_.put_attempt(a);
+    count_attempt(t, meta, a.start_time, now, true);
+    store_.put_job(t.record);
+  }
+}
+
 void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta,
                               long long now) {
   std::string id = std::to_string(job.id);
@@ -614,6 +639,7 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         break;
       }
       case FailoverPhase::requeueing: {
+        settle_running_attempt(f, t, meta, now);
         if (job.restart_cnt > f.attempt) {  // Slurm has requeued it (perhaps before a restart of safed)
           if (!f.requeue_time) f.requeue_time = now;
           f.phase = FailoverPhase::requeued;

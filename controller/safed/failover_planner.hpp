@@ -71,6 +71,10 @@ class FailoverPlanner {
 
   const std::unordered_map<std::uint32_t, TrackedJob>& jobs() const { return jobs_; }
   const std::vector<SlurmNode>& nodes() const { return nodes_; }
+  const SlurmNode* node(const std::string& name) const {
+    auto it = node_index_.find(name);
+    return it == node_index_.end() ? nullptr : it->second;
+  }
   const PlannerCounters& counters() const { return counters_; }
   const std::map<std::string, QuarantineRecord>& quarantined() const { return quarantined_; }
   int rate_limit_used(long long now) { return limiter_.used(now); }
@@ -88,6 +92,10 @@ class FailoverPlanner {
                                const Classification& c, const std::string& note, long long now);
   void advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
   std::string exclusions_for(const FailoverRecord& f, const TrackedJob& t, const SlurmJob& job, bool& wait_credential);
+  // Adds an attempt's run time to its job, and for a failed attempt the work after its newest
+  // complete checkpoint to the job's lost work (see lost_work.hpp).
+  void count_attempt(TrackedJob& t, const JobMetadata& meta, long long start, long long end, bool failed);
+  void settle_running_attempt(const FailoverRecord& f, TrackedJob& t, const JobMetadata& meta, long long now);
   void check_hang(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
   void log_action(long long now, std::uint32_t job, const std::string& node, const std::string& action,
                   const std::string& detail, bool ok);

@@ -66,10 +66,14 @@ SlurmNode convert(const node_info_t& n) {
   o.name = text(n.name);
   uint32_t base = n.node_state & NODE_STATE_BASE;
   o.down = base == NODE_STATE_DOWN || (n.node_state & (NODE_STATE_FAIL | NODE_STATE_NO_RESPOND)) != 0;
+  o.state_down = base == NODE_STATE_DOWN || (n.node_state & NODE_STATE_FAIL) != 0;
+  o.not_responding = (n.node_state & NODE_STATE_NO_RESPOND) != 0;
   o.drain = (n.node_state & NODE_STATE_DRAIN) != 0;
   o.idle = base == NODE_STATE_IDLE;
   o.reason = text(n.reason);
   o.reason_time = n.reason_time;
+  o.addr = text(n.node_addr);
+  o.port = n.port;
   return o;
 }
 
@@ -157,6 +161,10 @@ class LibslurmClient final : public SlurmClient {
   }
 
   std::string resume_node(const std::string& node) override { return update_node(node, NODE_RESUME, ""); }
+
+  std::string down_node(const std::string& node, const std::string& reason) override {
+    return update_node(node, NODE_STATE_DOWN, reason);
+  }
 
  private:
   std::string update_node(const std::string& node, uint32_t state, const std::string& reason) {

@@ -1,6 +1,7 @@
 // safed: SaFE's controller, a sidecar daemon beside slurmctld. Polls Slurm, hands each complete
-// view to the FailoverPlanner, and serves /metrics and /api/v1 on controller.listen. SIGHUP
-// reloads safe.yaml (a broken file keeps the old config), SIGTERM/SIGINT stop it cleanly.
+// view to the FailoverPlanner, probes the slurmd of nodes running SaFE jobs on a thread of its
+// own (DeadNodeDetector), and serves /metrics and /api/v1 on controller.listen. SIGHUP reloads
+// safe.yaml (a broken file keeps the old config), SIGTERM/SIGINT stop it cleanly.
 #include <httplib.h>
 #include <sys/stat.h>
 
@@ -15,9 +16,11 @@
 #include <thread>
 
 #include "common/config.hpp"
+#include "controller/safed/dead_node_detector.hpp"
 #include "controller/safed/failover_planner.hpp"
 #include "controller/safed/job_files.hpp"
 #include "controller/safed/libslurm_client.hpp"
+#include "controller/safed/slurmd_prober.hpp"
 #include "controller/safed/state_store.hpp"
 #include "controller/safed/status_report.hpp"
 
@@ -34,6 +37,18 @@ void on_signal(int signo) {
 }
 
 long long now_s() { return static_cast<long long>(std::time(nullptr)); }
+
+long long wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Sleeps until `until` or until safed stops.
+void sleep_until(std::chrono::steady_clock::time_point until) {
+  while (!g_stop && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        std::chrono::milliseconds(50), until - std::chrono::steady_clock::now()));
+}
 
 void log_line(const std::string& line) {
   char stamp[32];
@@ -104,9 +119,10 @@ int main(int argc, char** argv) {
     auto slurm = safe::make_libslurm_client();
     safe::LocalJobFiles files(config.health.state_dir + "/evidence");
     safe::FailoverPlanner planner(config, *slurm, store, files);
+    safe::DeadNodeDetector detector(*slurm, store);
     safe::ControllerHealth health;
     health.started = now_s();
-    std::mutex mutex;  // guards planner, health, and every libslurm call
+    std::mutex mutex;  // guards planner, detector, health, the store, and every libslurm call
 
     struct sigaction sa {};
     sa.sa_handler = on_signal;
@@ -151,7 +167,40 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::thread http_thread([&] { http.listen_after_bind(); });
+    // The probes wait on sockets without the lock: a round of slow probes never holds up a
+    // reconcile pass, and the lock is taken only to pick the targets and to act on the results.
+    std::thread probe_thread([&] {
+      while (!g_stop) {
+        safe::SlurmdProbeConfig probe;
+        std::vector<safe::ProbeTarget> targets;
+        {
+          std::lock_guard lock(mutex);
+          probe = planner.config().controller.slurmd_probe;
+          if (probe.interval_ms > 0 && health.slurm_ok) targets = detector.targets(planner);
+        }
+        auto round_start = std::chrono::steady_clock::now();
+        if (!targets.empty()) {
+          auto results = safe::probe_slurmds(targets, probe.timeout_ms, probe.max_in_flight);
+          std::lock_guard lock(mutex);
+          try {
+            detector.apply(results, planner, {probe.failures, 2}, wall_ms());
+          } catch (const std::exception& e) {
+            log_line(std::string("safed: slurmd probe round failed: ") + e.what());
+          }
+          for (const auto& line : detector.take_log()) log_line(line);
+          health.probe_targets = targets.size();
+          health.probe_round_ms =
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - round_start).count();
+          health.nodes_downed = detector.downed();
+          health.nodes_resumed = detector.resumed();
+        }
+        sleep_until(round_start + std::chrono::milliseconds(probe.interval_ms > 0 ? probe.interval_ms : 1000));
+      }
+    });
     log_line("safed: started; config " + s.config_path + ", state " + db_path + ", listening on " + s.listen);
+    if (host != "localhost" && host.rfind("127.", 0) != 0 && host != "::1" && host != "[::1]")
+      log_line("safed: warning: " + s.listen + " is not a loopback address and the API has no authentication; "
+               "bind controller.listen to 127.0.0.1 and put an authenticating proxy in front (docs/controller.md)");
 
     int failures = 0;
     auto next = std::chrono::steady_clock::now();
@@ -212,6 +261,7 @@ int main(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     log_line("safed: stopping");
+    probe_thread.join();
     http.stop();
     http_thread.join();
   } catch (const std::exception& e) {

@@ -41,10 +41,14 @@ struct SlurmJob {
 struct SlurmNode {
   std::string name;
   bool down = false;         // DOWN base state, or FAIL / NOT_RESPONDING
+  bool state_down = false;   // DOWN base state or FAIL: Slurm has taken the node out of service
+  bool not_responding = false;
   bool drain = false;        // DRAIN flag
   bool idle = false;
   std::string reason;
   std::time_t reason_time = 0;
+  std::string addr;  // slurmd's address and port (NodeAddr, Port)
+  int port = 0;
 };
 
 struct SlurmLicense {
@@ -76,6 +80,8 @@ class SlurmClient {
   virtual std::string cancel_job(std::uint32_t job_id) = 0;
   virtual std::string drain_node(const std::string& node, const std::string& reason) = 0;
   virtual std::string resume_node(const std::string& node) = 0;
+  // Sets the node DOWN: Slurm ends (or requeues) the jobs on it at once.
+  virtual std::string down_node(const std::string& node, const std::string& reason) = 0;
 };
 
 }  // namespace safe

@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <stdexcept>
+#include <vector>
 
 namespace safe {
 namespace {
@@ -24,6 +25,23 @@ class Statement {
   Statement& bind(const std::string& v) {
     sqlite3_bind_text(stmt_, ++n_, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
     return *this;
+  }
+  template <class... Values>
+  Statement& bind_all(const Values&... values) {
+    (bind(values), ...);
+    return *this;
+  }
+  // Runs a statement that returns no rows.
+  void run() {
+    while (step()) {
+    }
+  }
+  // Every row, each read by `read`.
+  template <class Read>
+  auto rows(Read read) -> std::vector<decltype(read(*this))> {
+    std::vector<decltype(read(*this))> out;
+    while (step()) out.push_back(read(*this));
+    return out;
   }
   bool step() {
     int rc = sqlite3_step(stmt_);
@@ -47,7 +65,7 @@ constexpr const char* kSchema = R"(
 CREATE TABLE IF NOT EXISTS jobs (
   job_id INTEGER PRIMARY KEY, name TEXT, workspace TEXT, submit_time INTEGER, max_retries INTEGER,
   retries_used INTEGER, gpus INTEGER, state TEXT, last_class TEXT, last_evidence TEXT,
-  run_seconds INTEGER, end_time INTEGER, updated INTEGER, user_exclude TEXT);
+  run_seconds INTEGER, end_time INTEGER, updated INTEGER, user_exclude TEXT, lost_seconds INTEGER DEFAULT 0);
 CREATE TABLE IF NOT EXISTS attempts (
   job_id INTEGER, attempt INTEGER, nodes TEXT, start_time INTEGER, end_time INTEGER, end_state TEXT,
   failure_class TEXT, rule TEXT, evidence TEXT, PRIMARY KEY (job_id, attempt));
@@ -88,7 +106,7 @@ FailoverRecord read_failover(Statement& q) {
 
 constexpr const char* kJobColumns =
     "job_id, name, workspace, submit_time, max_retries, retries_used, gpus, state, last_class, last_evidence, "
-    "run_seconds, end_time, updated, user_exclude";
+    "run_seconds, end_time, updated, user_exclude, lost_seconds";
 
 JobRecord read_job(Statement& q) {
   JobRecord j;
@@ -106,8 +124,21 @@ JobRecord read_job(Statement& q) {
   j.end_time = q.i(11);
   j.updated = q.i(12);
   j.user_exclude = q.s(13);
+  j.lost_seconds = q.i(14);
   return j;
 }
+
+AttemptRecord read_attempt(Statement& q) {
+  return {static_cast<std::uint32_t>(q.i(0)), static_cast<int>(q.i(1)), q.s(2), q.i(3), q.i(4), q.s(5), q.s(6),
+          q.s(7), q.s(8)};
+}
+NodeFaultRecord read_fault(Statement& q) { return {q.s(0), q.i(1), q.s(2), q.s(3)}; }
+QuarantineRecord read_quarantine(Statement& q) { return {q.s(0), q.i(1), q.s(2)}; }
+ActionRecord read_action(Statement& q) {
+  return {q.i(0), static_cast<std::uint32_t>(q.i(1)), q.s(2), q.s(3), q.s(4), q.i(5) != 0};
+}
+
+std::string select_failovers(const char* rest) { return std::string("SELECT ") + kFailoverColumns + " FROM failovers " + rest; }
 
 }  // namespace
 
@@ -142,6 +173,13 @@ StateStore::StateStore(const std::string& path) {
   exec("PRAGMA journal_mode=WAL");
   exec("PRAGMA synchronous=NORMAL");
   exec(kSchema);
+  // A store written before lost work was kept: add its column.
+  bool has_lost = false;
+  {
+    Statement q(db_, prepare("SELECT name FROM pragma_table_info('jobs')"));
+    while (q.step()) has_lost = has_lost || q.s(0) == "lost_seconds";
+  }
+  if (!has_lost) exec("ALTER TABLE jobs ADD COLUMN lost_seconds INTEGER DEFAULT 0");
 }
 
 StateStore::~StateStore() {
@@ -172,10 +210,11 @@ void StateStore::begin() { exec("BEGIN"); }
 void StateStore::commit() { exec("COMMIT"); }
 
 void StateStore::put_job(const JobRecord& j) {
-  Statement q(db_, prepare("INSERT OR REPLACE INTO jobs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
-  q.bind(j.job_id).bind(j.name).bind(j.workspace).bind(j.submit_time).bind(j.max_retries).bind(j.retries_used);
-  q.bind(j.gpus).bind(j.state).bind(j.last_class).bind(j.last_evidence).bind(j.run_seconds).bind(j.end_time);
-  q.bind(j.updated).bind(j.user_exclude).step();
+  Statement(db_, prepare(std::string("INSERT OR REPLACE INTO jobs (") + kJobColumns +
+                         ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"))
+      .bind_all(j.job_id, j.name, j.workspace, j.submit_time, j.max_retries, j.retries_used, j.gpus, j.state,
+                j.last_class, j.last_evidence, j.run_seconds, j.end_time, j.updated, j.user_exclude, j.lost_seconds)
+      .run();
 }
 
 std::optional<JobRecord> StateStore::job(std::uint32_t id) {
@@ -188,105 +227,80 @@ std::optional<JobRecord> StateStore::job(std::uint32_t id) {
 std::vector<JobRecord> StateStore::jobs(bool include_finished, int limit) {
   std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs" +
                     (include_finished ? "" : " WHERE end_time = 0") + " ORDER BY job_id DESC LIMIT ?";
-  Statement q(db_, prepare(sql));
-  q.bind(limit);
-  std::vector<JobRecord> out;
-  while (q.step()) out.push_back(read_job(q));
-  return out;
+  return Statement(db_, prepare(sql)).bind_all(limit).rows(read_job);
 }
 
 void StateStore::put_attempt(const AttemptRecord& a) {
-  Statement q(db_, prepare("INSERT OR REPLACE INTO attempts VALUES (?,?,?,?,?,?,?,?,?)"));
-  q.bind(a.job_id).bind(a.attempt).bind(a.nodes).bind(a.start_time).bind(a.end_time).bind(a.end_state);
-  q.bind(a.failure_class).bind(a.rule).bind(a.evidence).step();
+  Statement(db_, prepare("INSERT OR REPLACE INTO attempts VALUES (?,?,?,?,?,?,?,?,?)"))
+      .bind_all(a.job_id, a.attempt, a.nodes, a.start_time, a.end_time, a.end_state, a.failure_class, a.rule,
+                a.evidence)
+      .run();
 }
 
 std::vector<AttemptRecord> StateStore::attempts(std::uint32_t job_id) {
-  Statement q(db_, prepare("SELECT job_id, attempt, nodes, start_time, end_time, end_state, failure_class, rule, "
-                           "evidence FROM attempts WHERE job_id = ? ORDER BY attempt"));
-  q.bind(job_id);
-  std::vector<AttemptRecord> out;
-  while (q.step())
-    out.push_back({static_cast<std::uint32_t>(q.i(0)), static_cast<int>(q.i(1)), q.s(2), q.i(3), q.i(4), q.s(5), q.s(6),
-                   q.s(7), q.s(8)});
-  return out;
+  return Statement(db_, prepare("SELECT job_id, attempt, nodes, start_time, end_time, end_state, failure_class, rule, "
+                                "evidence FROM attempts WHERE job_id = ? ORDER BY attempt"))
+      .bind_all(job_id)
+      .rows(read_attempt);
 }
 
 void StateStore::put_failover(const FailoverRecord& f) {
-  Statement q(db_, prepare("INSERT OR REPLACE INTO failovers VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"));
-  q.bind(f.job_id).bind(f.attempt).bind(f.failure_class).bind(f.evidence).bind(f.bad_nodes).bind(to_string(f.phase));
-  q.bind(f.fault_time).bind(f.signal_time).bind(f.requeue_time).bind(f.running_again_time).bind(f.not_before);
-  q.bind(f.workspace).bind(f.gpus).step();
+  Statement(db_, prepare("INSERT OR REPLACE INTO failovers VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"))
+      .bind_all(f.job_id, f.attempt, f.failure_class, f.evidence, f.bad_nodes, to_string(f.phase), f.fault_time,
+                f.signal_time, f.requeue_time, f.running_again_time, f.not_before, f.workspace, f.gpus)
+      .run();
 }
 
 std::optional<FailoverRecord> StateStore::failover(std::uint32_t job_id, int attempt) {
-  Statement q(db_, prepare((std::string("SELECT ") + kFailoverColumns + " FROM failovers WHERE job_id = ? AND attempt = ?").c_str()));
-  q.bind(job_id).bind(attempt);
+  Statement q(db_, prepare(select_failovers("WHERE job_id = ? AND attempt = ?")));
+  q.bind_all(job_id, attempt);
   if (!q.step()) return std::nullopt;
   return read_failover(q);
 }
 
 std::vector<FailoverRecord> StateStore::failovers(std::uint32_t job_id) {
-  Statement q(db_, prepare((std::string("SELECT ") + kFailoverColumns + " FROM failovers WHERE job_id = ? ORDER BY attempt").c_str()));
-  q.bind(job_id);
-  std::vector<FailoverRecord> out;
-  while (q.step()) out.push_back(read_failover(q));
-  return out;
+  return Statement(db_, prepare(select_failovers("WHERE job_id = ? ORDER BY attempt"))).bind_all(job_id).rows(read_failover);
 }
 
 std::vector<FailoverRecord> StateStore::all_failovers() {
-  Statement q(db_, prepare((std::string("SELECT ") + kFailoverColumns + " FROM failovers ORDER BY job_id, attempt").c_str()));
-  std::vector<FailoverRecord> out;
-  while (q.step()) out.push_back(read_failover(q));
-  return out;
+  return Statement(db_, prepare(select_failovers("ORDER BY job_id, attempt"))).rows(read_failover);
 }
 
 std::vector<FailoverRecord> StateStore::open_failovers() {
-  Statement q(db_, prepare((std::string("SELECT ") + kFailoverColumns +
-                    " FROM failovers WHERE phase NOT IN ('done', 'refused') ORDER BY job_id, attempt")
-                       .c_str()));
-  std::vector<FailoverRecord> out;
-  while (q.step()) out.push_back(read_failover(q));
-  return out;
+  return Statement(db_, prepare(select_failovers("WHERE phase NOT IN ('done', 'refused') ORDER BY job_id, attempt")))
+      .rows(read_failover);
 }
 
 bool StateStore::add_node_fault(const NodeFaultRecord& f) {
-  Statement q(db_, prepare("INSERT OR IGNORE INTO node_faults VALUES (?,?,?,?)"));
-  q.bind(f.node).bind(f.time).bind(f.kind).bind(f.detail).step();
+  Statement(db_, prepare("INSERT OR IGNORE INTO node_faults VALUES (?,?,?,?)"))
+      .bind_all(f.node, f.time, f.kind, f.detail)
+      .run();
   return sqlite3_changes(db_) > 0;
 }
 
 std::vector<NodeFaultRecord> StateStore::node_faults(const std::string& node, long long since) {
-  Statement q(db_, prepare("SELECT node, time, kind, detail FROM node_faults WHERE node = ? AND time >= ? ORDER BY time"));
-  q.bind(node).bind(since);
-  std::vector<NodeFaultRecord> out;
-  while (q.step()) out.push_back({q.s(0), q.i(1), q.s(2), q.s(3)});
-  return out;
+  return Statement(db_, prepare("SELECT node, time, kind, detail FROM node_faults WHERE node = ? AND time >= ? ORDER BY time"))
+      .bind_all(node, since)
+      .rows(read_fault);
 }
 
 std::vector<NodeFaultRecord> StateStore::recent_node_faults(int limit) {
-  Statement q(db_, prepare("SELECT node, time, kind, detail FROM node_faults ORDER BY time DESC LIMIT ?"));
-  q.bind(limit);
-  std::vector<NodeFaultRecord> out;
-  while (q.step()) out.push_back({q.s(0), q.i(1), q.s(2), q.s(3)});
-  return out;
+  return Statement(db_, prepare("SELECT node, time, kind, detail FROM node_faults ORDER BY time DESC LIMIT ?"))
+      .bind_all(limit)
+      .rows(read_fault);
 }
 
 void StateStore::set_quarantine(const QuarantineRecord& r) {
-  Statement q(db_, prepare("INSERT OR REPLACE INTO quarantine VALUES (?,?,?,0)"));
-  q.bind(r.node).bind(r.since).bind(r.reason).step();
+  Statement(db_, prepare("INSERT OR REPLACE INTO quarantine VALUES (?,?,?,0)")).bind_all(r.node, r.since, r.reason).run();
 }
 
 void StateStore::release_quarantine(const std::string& node, long long when) {
-  Statement q(db_, prepare("UPDATE quarantine SET released = ? WHERE node = ? AND released = 0"));
-  q.bind(when).bind(node).step();
+  Statement(db_, prepare("UPDATE quarantine SET released = ? WHERE node = ? AND released = 0")).bind_all(when, node).run();
 }
 
 std::vector<QuarantineRecord> StateStore::quarantined() {
-  Statement q(db_, prepare("SELECT node, since, reason FROM quarantine WHERE released = 0 ORDER BY node"));
-  std::vector<QuarantineRecord> out;
-  while (q.step()) out.push_back({q.s(0), q.i(1), q.s(2)});
-  return out;
+  return Statement(db_, prepare("SELECT node, since, reason FROM quarantine WHERE released = 0 ORDER BY node"))
+      .rows(read_quarantine);
 }
 
 long long StateStore::last_release(const std::string& node) {
@@ -296,16 +310,15 @@ long long StateStore::last_release(const std::string& node) {
 }
 
 void StateStore::log_action(const ActionRecord& a) {
-  Statement q(db_, prepare("INSERT INTO actions VALUES (?,?,?,?,?,?)"));
-  q.bind(a.time).bind(a.job_id).bind(a.node).bind(a.action).bind(a.detail).bind(a.ok ? 1 : 0).step();
+  Statement(db_, prepare("INSERT INTO actions VALUES (?,?,?,?,?,?)"))
+      .bind_all(a.time, a.job_id, a.node, a.action, a.detail, a.ok ? 1 : 0)
+      .run();
 }
 
 std::vector<ActionRecord> StateStore::actions(std::uint32_t job_id) {
-  Statement q(db_, prepare("SELECT time, job_id, node, action, detail, ok FROM actions WHERE job_id = ? ORDER BY rowid"));
-  q.bind(job_id);
-  std::vector<ActionRecord> out;
-  while (q.step()) out.push_back({q.i(0), static_cast<std::uint32_t>(q.i(1)), q.s(2), q.s(3), q.s(4), q.i(5) != 0});
-  return out;
+  return Statement(db_, prepare("SELECT time, job_id, node, action, detail, ok FROM actions WHERE job_id = ? ORDER BY rowid"))
+      .bind_all(job_id)
+      .rows(read_action);
 }
 
 }  // namespace safe

@@ -23,7 +23,8 @@ struct JobRecord {
   long long gpus = 0;
   std::string state;  // pending, running, failing_over, completed, failed, cancelled, ... as SaFE sees it
   std::string last_class, last_evidence;
-  long long run_seconds = 0;  // summed over attempts that ended
+  long long run_seconds = 0;   // summed over attempts that ended
+  long long lost_seconds = 0;  // of that, work after the newest checkpoint of failed attempts
   long long end_time = 0;     // 0 while the job may still run
   std::string user_exclude;   // the job's own ExcNodeList, kept when SaFE adds bad nodes
   long long updated = 0;

@@ -46,6 +46,8 @@ json_t* job_json(const JobRecord& j) {
   json_object_set_new(o, "gpus", json_integer(j.gpus));
   json_object_set_new(o, "submit_time", json_integer(j.submit_time));
   json_object_set_new(o, "end_time", json_integer(j.end_time));
+  json_object_set_new(o, "run_seconds", json_integer(j.run_seconds));
+  json_object_set_new(o, "lost_seconds", json_integer(j.lost_seconds));
   json_object_set_new(o, "last_class", json_string(j.last_class.c_str()));
   json_object_set_new(o, "last_evidence", json_string(j.last_evidence.c_str()));
   return o;
@@ -59,7 +61,7 @@ std::map<std::string, WorkspaceTime> workspace_times(const FailoverPlanner& plan
     const JobRecord& r = t.record;
     if (!r.submit_time) continue;
     WorkspaceTime& w = out[r.workspace];
-    double productive = static_cast<double>(r.run_seconds);
+    double productive = static_cast<double>(r.run_seconds - r.lost_seconds);
     if (r.state == "running" && t.attempt_start) productive += static_cast<double>(now - t.attempt_start);
     long long end = r.end_time ? r.end_time : now;
     w.productive_s += productive;
@@ -76,6 +78,18 @@ std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& hea
   m << "# HELP safe_reconcile_duration_seconds Duration of the last reconcile pass.\n"
        "# TYPE safe_reconcile_duration_seconds gauge\n"
     << "safe_reconcile_duration_seconds " << health.last_pass_ms / 1000.0 << "\n";
+  m << "# HELP safe_slurmd_probe_targets Nodes whose slurmd the last probe round checked.\n"
+       "# TYPE safe_slurmd_probe_targets gauge\n"
+    << "safe_slurmd_probe_targets " << health.probe_targets << "\n"
+    << "# HELP safe_slurmd_probe_round_seconds Duration of the last slurmd probe round.\n"
+       "# TYPE safe_slurmd_probe_round_seconds gauge\n"
+    << "safe_slurmd_probe_round_seconds " << health.probe_round_ms / 1000.0 << "\n"
+    << "# HELP safe_nodes_set_down_total Nodes safed set DOWN because their slurmd stopped answering.\n"
+       "# TYPE safe_nodes_set_down_total counter\n"
+    << "safe_nodes_set_down_total " << health.nodes_downed << "\n"
+    << "# HELP safe_nodes_resumed_total Nodes safed set DOWN and resumed once their slurmd answered again.\n"
+       "# TYPE safe_nodes_resumed_total counter\n"
+    << "safe_nodes_resumed_total " << health.nodes_resumed << "\n";
   m << "# HELP safe_job_failures_total Attempts of SaFE jobs that failed, by failure class.\n"
        "# TYPE safe_job_failures_total counter\n";
   for (auto cls : all_failure_classes()) {
@@ -111,7 +125,8 @@ std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& hea
        "# TYPE safe_time_lost_seconds_total counter\n";
   for (const auto& [ws, s] : c.time_lost_by_workspace)
     m << "safe_time_lost_seconds_total{workspace=\"" << label(ws) << "\"} " << s << "\n";
-  m << "# HELP safe_ettr Effective training time ratio per workspace: run time / wall time since submission.\n"
+  m << "# HELP safe_ettr Effective training time ratio per workspace: productive time (run time less the work "
+       "failed attempts did after their newest checkpoint) / wall time since submission.\n"
        "# TYPE safe_ettr gauge\n";
   for (const auto& [ws, w] : workspace_times(planner, now))
     m << "safe_ettr{workspace=\"" << label(ws) << "\"} " << w.ettr() << "\n";

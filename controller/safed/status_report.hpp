@@ -16,6 +16,10 @@ struct ControllerHealth {
   bool slurm_ok = false;
   std::string slurm_error;
   std::vector<SlurmLicense> licenses;
+  // dead-node detection (DeadNodeDetector), as of its last probe round
+  std::size_t probe_targets = 0;
+  double probe_round_ms = 0;
+  long long nodes_downed = 0, nodes_resumed = 0;  // since safed started
 };
 
 std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& health, long long now);

@@ -8,17 +8,7 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=failover_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/failover_lib.sh"
 
-(($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
-use_cluster "$1"
-
-work=$(mktemp -d)
-jobid=""
-cleanup() {
-    [[ -z $jobid ]] || scancel "$jobid" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-write_trainer_script "$work/job.sh"
+trainer_test_on_fixture "$@"
 
 # Hangs at step 30 on its first attempt only; checkpoints every 10 steps.
 jobid=$(sbatch --parsable -N1 --gpus-per-node=1 --safe-retries=1 --safe-hang-timeout=6 \

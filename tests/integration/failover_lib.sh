@@ -13,6 +13,22 @@ admin_comment() {
 
 now_ms() { date +%s%3N; }
 
+# trainer_test_on_fixture "$@": the start of a one-job trainer test on the shared fixture cluster
+# (its DIR the only argument): uses the cluster, makes $work with the trainer script
+# $work/job.sh, and at exit cancels $jobid (set it once submitted) and removes $work.
+trainer_test_on_fixture() {
+    (($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
+    use_cluster "$1"
+    work=$(mktemp -d)
+    jobid=""
+    trap 'end_trainer_test' EXIT
+    write_trainer_script "$work/job.sh"
+}
+end_trainer_test() {
+    [[ -z $jobid ]] || scancel "$jobid" 2>/dev/null || true
+    rm -rf "$work"
+}
+
 # write_trainer_script FILE: a batch script running safe-trainer on every node (one task each),
 # passing its arguments on. The batch shell ignores the checkpoint signal: safed signals the shell
 # and the steps, and only the trainer should act on it.

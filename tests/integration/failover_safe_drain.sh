@@ -54,10 +54,21 @@ redone=$((last1 - resumed))
 ((redone <= 50)) || fail "$redone steps redone, more than the checkpoint interval of 50"
 assert_contains "$out" "done 260 steps attempt 2" "job output"
 
+# ETTR: the work safed counts as lost for attempt 1 (its run after the signal's checkpoint, up to
+# the requeue) matches the steps the trainer redid at 20 steps/s, within the one-second
+# resolution of safed's clock and of the checkpoint's time.
+lost_s=$(safed_job "$jobid" .lost_seconds)
+run_s=$(safed_job "$jobid" .run_seconds)
+[[ $lost_s =~ ^[0-9]+$ && $run_s =~ ^[0-9]+$ ]] || fail "safed's job record lacks run_seconds/lost_seconds: $(safectl job "$jobid" --json)"
+redone_s=$(((redone + 10) / 20))
+((lost_s - redone_s <= 2 && redone_s - lost_s <= 2)) ||
+    fail "safed counts $lost_s s of lost work; the trainer redid $redone steps (${redone_s} s at 20 steps/s)"
+((run_s > lost_s)) || fail "run time $run_s s not above the lost work $lost_s s"
+
 history=$(safectl job "$jobid")
 assert_contains "$history" "node_fault" "safectl job"
 assert_contains "$history" "requeue" "safectl job"
 metrics=$(curl -sf "$SAFE_CONTROLLER_URL/metrics")
 grep -Eq '^safe_failovers_total\{class="node_fault"\} [1-9]' <<<"$metrics" || fail "metrics lack the failover: $metrics"
-printf 'PASS: failover_safe_drain: job %s on %s, %s drained -> running on %s after %d.%03d s (MTTR), %d steps redone\n' \
-    "$jobid" "$nodes" "$bad" "$new_nodes" $((mttr_ms / 1000)) $((mttr_ms % 1000)) "$redone"
+printf 'PASS: failover_safe_drain: job %s on %s, %s drained -> running on %s after %d.%03d s (MTTR), %d steps redone (safed: %d s lost of %d s run)\n' \
+    "$jobid" "$nodes" "$bad" "$new_nodes" $((mttr_ms / 1000)) $((mttr_ms % 1000)) "$redone" "$lost_s" "$run_s"

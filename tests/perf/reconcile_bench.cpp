@@ -1,10 +1,16 @@
 // reconcile_bench: one safed reconcile pass over a synthetic cluster (default 10,000 nodes,
 // 100,000 jobs, a third of them SaFE jobs), with the real planner and SQLite state store and a
 // fake Slurm. Prints the time of the first pass (every SaFE job recorded), of a steady pass (what
-// safed does every second), of a pass with 100 failures, and the peak memory. A benchmark: it
-// prints figures and fails only if the planner breaks, never on a time.
+// safed does every second), of a pass with 100 failures, of one round of slurmd probes (real TCP
+// connects to a loopback listener standing in for every busy node's slurmd) with its judgement,
+// and the peak memory. A benchmark: it prints figures and fails only if the planner breaks, never
+// on a time.
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <thread>
 
 #include <chrono>
 #include <cstdio>
@@ -12,14 +18,35 @@
 #include <filesystem>
 #include <string>
 
+#include "controller/safed/dead_node_detector.hpp"
 #include "controller/safed/failover_planner.hpp"
+#include "controller/safed/slurmd_prober.hpp"
 #include "tests/unit/fake_slurm.hpp"
+#include "tests/unit/loopback_listener.hpp"
 
 namespace {
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
+
+// A loopback listener that accepts and closes every connection: every node's "slurmd".
+struct Acceptor {
+  safe::testing::LoopbackListener socket{4096};
+  std::atomic<bool> stop{false};
+  std::thread thread{[this] {
+    while (!stop) {
+      int c = accept(socket.fd, nullptr, nullptr);
+      if (c >= 0) close(c);
+    }
+  }};
+  int port() const { return socket.port; }
+  ~Acceptor() {
+    stop = true;
+    shutdown(socket.fd, SHUT_RDWR);
+    thread.join();
+  }
+};
 
 long peak_rss_mib() {
   rusage ru{};
@@ -37,9 +64,12 @@ int main(int argc, char** argv) {
 
   safe::testing::FakeSlurm slurm;
   safe::testing::FakeFiles files;
+  Acceptor slurmd;
   for (int i = 0; i < nodes; ++i) {
     safe::SlurmNode n;
     n.name = "gpu" + std::to_string(i);
+    n.addr = "127.0.0.1";
+    n.port = slurmd.port();
     slurm.nodes.push_back(n);
   }
   for (int i = 0; i < jobs; ++i) {
@@ -97,11 +127,32 @@ int main(int argc, char** argv) {
   double failing = ms_since(t0);
   int requeues = slurm.count("requeue");
 
+  // One round of slurmd probes over every node that runs a SaFE job, as safed's probe thread does
+  // it: targets and judgement under safed's lock, the connects without it.
+  safe::DeadNodeDetector detector(slurm, store);
+  t0 = std::chrono::steady_clock::now();
+  auto targets = detector.targets(planner);
+  double targets_first_ms = ms_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  targets = detector.targets(planner);  // host lists already expanded: what every later round costs
+  double targets_ms = ms_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  auto results = safe::probe_slurmds(targets, 1000, 256);
+  double probe_ms = ms_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  detector.apply(results, planner, {3, 2}, now * 1000);
+  double judge_ms = ms_since(t0);
+  std::size_t answered = 0;
+  for (const auto& r : results) answered += r.outcome == safe::ProbeOutcome::connected;
+
   std::printf("reconcile pass over %d nodes and %d jobs (%zu SaFE jobs tracked)\n", nodes, jobs, planner.jobs().size());
   std::printf("  first pass (records every SaFE job): %8.1f ms\n", first);
   std::printf("  steady pass (every poll):            %8.1f ms\n", steady);
   std::printf("  pass with 100 failures:              %8.1f ms (%d requeues)\n", failing, requeues);
+  std::printf("  slurmd probe round over %zu busy nodes: targets %.1f ms (first round %.1f ms), connects %.1f ms "
+              "(%zu answered), judgement %.1f ms\n",
+              targets.size(), targets_ms, targets_first_ms, probe_ms, answered, judge_ms);
   std::printf("  peak memory (RSS, incl. the synthetic Slurm data): %ld MiB\n", peak_rss_mib());
   std::filesystem::remove_all(dir);
-  return requeues == 100 ? 0 : 1;
+  return requeues == 100 && answered == targets.size() ? 0 : 1;
 }

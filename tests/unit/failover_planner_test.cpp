@@ -6,6 +6,8 @@
 
 #include <csignal>
 
+#include "controller/safed/lost_work.hpp"
+#include "controller/safed/status_report.hpp"
 #include "tests/unit/fake_slurm.hpp"
 
 namespace safe {
@@ -391,6 +393,62 @@ TEST_F(PlannerTest, EpilogEvidenceMakesAFailureANodeFault) {
   EXPECT_EQ("node_fault", store.job(7)->last_class);
 }
 
+TEST(LostWork, IsTheRunAfterTheNewestCheckpoint) {
+  EXPECT_EQ(100, lost_work_s(100, 200, 0)) << "no checkpoint: all of it";
+  EXPECT_EQ(50, lost_work_s(100, 200, 150));
+  EXPECT_EQ(100, lost_work_s(100, 200, 90)) << "a checkpoint of an earlier attempt keeps nothing of this one";
+  EXPECT_EQ(0, lost_work_s(100, 200, 200));
+  EXPECT_EQ(0, lost_work_s(100, 200, 260)) << "written on the checkpoint signal after the run was counted";
+  EXPECT_EQ(0, lost_work_s(200, 100, 150)) << "no run, nothing lost";
+}
+
+TEST_F(PlannerTest, EttrLeavesOutTheWorkAFailedAttemptDidAfterItsCheckpoint) {
+  add_job(7, "n[1-2]");  // submitted at 900, started at 950, checkpoints into /ck/1
+  pass();
+  files.checkpoints["/ck/1"] = 1010;
+  now = 1030;
+  end_job(7, SlurmJobState::node_fail);  // 80 s run, the last 20 s after the checkpoint
+  pass();
+  EXPECT_EQ(80, store.job(7)->run_seconds);
+  EXPECT_EQ(20, store.job(7)->lost_seconds);
+  // Restarted at 1040 from the checkpoint; at 1100 the workspace has 60 s + 60 s productive of
+  // 200 s since submission.
+  now = 1040;
+  pass();
+  start_again(7, "n[3-4]");
+  now = 1100;
+  pass();
+  auto times = workspace_times(*planner, now);
+  EXPECT_DOUBLE_EQ(120, times["ml"].productive_s);
+  EXPECT_DOUBLE_EQ(200, times["ml"].wall_s);
+  EXPECT_DOUBLE_EQ(0.6, times["ml"].ettr());
+}
+
+TEST_F(PlannerTest, EttrOfAFailoverOnTheCheckpointSignalCountsTheRunUpToTheRequeue) {
+  add_job(7, "n[1-2]");
+  pass();
+  files.checkpoints["/ck/1"] = 960;
+  drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
+  run_for(2);  // signalled at 1001
+  files.checkpoints["/ck/1"] = now;  // the checkpoint the signal asked for, at 1002
+  run_for(1);  // requeued at 1003
+  ASSERT_EQ(1, slurm.count("requeue 7"));
+  EXPECT_EQ(1003 - 950, store.job(7)->run_seconds);
+  EXPECT_EQ(1, store.job(7)->lost_seconds) << "only the second after the signal's checkpoint";
+  run_for(3);
+  EXPECT_EQ(1, store.job(7)->lost_seconds) << "counted once";
+}
+
+TEST_F(PlannerTest, EttrWithoutCheckpointsCountsAFailedAttemptAsLost) {
+  add_job(7, "n[1-2]", "safe: ws=ml retries=0/3 health=standard sig=USR1@30 hang=0 gpus=2");
+  pass();
+  now = 1050;
+  end_job(7, SlurmJobState::failed, 1);
+  pass();
+  EXPECT_EQ(100, store.job(7)->run_seconds);
+  EXPECT_EQ(100, store.job(7)->lost_seconds);
+}
+
 TEST(StateStore, KeepsFailoversFaultsAndQuarantines) {
   StateStore s(":memory:");
   s.put_failover({7, 0, "node_fault", "n2 ECC", "n2", FailoverPhase::signalled, 10, 11, 0, 0, 0, "ml", 16});
@@ -411,8 +469,10 @@ TEST(StateStore, KeepsFailoversFaultsAndQuarantines) {
   j.job_id = 7;
   j.state = "running";
   j.user_exclude = "n9";
+  j.lost_seconds = 12;
   s.put_job(j);
   EXPECT_EQ("n9", s.job(7)->user_exclude);
+  EXPECT_EQ(12, s.job(7)->lost_seconds);
   EXPECT_EQ(1u, s.jobs(false).size());
   s.log_action({1, 7, "", "requeue", "", true});
   EXPECT_EQ(1u, s.actions(7).size());

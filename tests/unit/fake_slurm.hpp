@@ -93,20 +93,30 @@ class FakeSlurm : public SlurmClient {
     return "";
   }
   std::string drain_node(const std::string& name, const std::string& reason) override {
-    calls.push_back("drain " + name + " " + reason);
-    if (SlurmNode* n = node(name)) {
-      n->drain = true;
-      n->reason = reason;
-      n->reason_time = now;
-    }
-    return "";
+    return set_reason("drain", name, reason, [](SlurmNode& n) { n.drain = true; });
   }
   std::string resume_node(const std::string& name) override {
     calls.push_back("resume " + name);
     if (SlurmNode* n = node(name)) {
       n->drain = false;
       n->down = false;
+      n->state_down = false;
       n->reason.clear();
+    }
+    return "";
+  }
+  std::string down_node(const std::string& name, const std::string& reason) override {
+    return set_reason("down", name, reason, [](SlurmNode& n) { n.down = n.state_down = true; });
+  }
+
+ private:
+  template <class Change>
+  std::string set_reason(const char* call, const std::string& name, const std::string& reason, Change change) {
+    calls.push_back(std::string(call) + " " + name + " " + reason);
+    if (SlurmNode* n = node(name)) {
+      change(*n);
+      n->reason = reason;
+      n->reason_time = now;
     }
     return "";
   }

@@ -1,0 +1,69 @@
+#include "controller/safed/dead_node_detector.hpp"
+
+#include <unordered_set>
+#include <utility>
+
+#include "common/hostlist.hpp"
+
+namespace safe {
+
+std::vector<ProbeTarget> DeadNodeDetector::targets(const FailoverPlanner& planner) {
+  std::unordered_map<std::uint32_t, std::pair<std::string, std::vector<std::string>>> seen;
+  bool changed = false;
+  for (const auto& [id, t] : planner.jobs()) {
+    if (t.record.state != "running" || t.attempt_nodes.empty()) continue;
+    auto it = job_nodes_.find(id);
+    auto& entry = seen[id];
+    if (it != job_nodes_.end() && it->second.first == t.attempt_nodes) {
+      entry = std::move(it->second);
+    } else {
+      entry = {t.attempt_nodes, expand_hostlist(t.attempt_nodes)};
+      changed = true;
+    }
+  }
+  changed = changed || seen.size() != job_nodes_.size();
+  job_nodes_ = std::move(seen);
+  if (changed) {  // the busy set is rebuilt only when some job started, ended or moved
+    busy_.clear();
+    for (const auto& [id, entry] : job_nodes_) busy_.insert(entry.second.begin(), entry.second.end());
+  }
+  return probe_targets(planner.nodes(), busy_);
+}
+
+void DeadNodeDetector::apply(const std::vector<ProbeResult>& results, const FailoverPlanner& planner,
+                             const LivenessPolicy& policy, long long now_ms) {
+  std::unordered_map<std::string, SlurmdLiveness> next;
+  for (const ProbeResult& r : results) {
+    auto old = liveness_.find(r.node);
+    next[r.node] = after_probe(old == liveness_.end() ? SlurmdLiveness{} : old->second, r, now_ms);
+  }
+  liveness_ = std::move(next);
+  long long now_s = now_ms / 1000;
+  for (auto& [name, s] : liveness_) {
+    const SlurmNode* node = planner.node(name);
+    if (!node) continue;
+    std::string reason = s.failures > 0 ? unreachable_reason(s, now_ms) : "";  // before judging resets the count
+    switch (judge_liveness(s, *node, policy)) {
+      case LivenessAction::none: break;
+      case LivenessAction::set_down: {
+        std::string err = slurm_.down_node(name, reason);
+        store_.log_action({now_s, 0, name, "node down", err.empty() ? reason : reason + ": " + err, err.empty()});
+        log_.push_back("safed: node " + name + ": set DOWN (" + reason + ")" + (err.empty() ? "" : " FAILED: " + err));
+        downed_ += err.empty() ? 1 : 0;
+        break;
+      }
+      case LivenessAction::resume: {
+        std::string err = slurm_.resume_node(name);
+        std::string detail = "slurmd " + s.address + " answers again (" + std::to_string(s.successes) + " probes)";
+        store_.log_action({now_s, 0, name, "node resumed", err.empty() ? detail : detail + ": " + err, err.empty()});
+        log_.push_back("safed: node " + name + ": resumed, " + detail + (err.empty() ? "" : " FAILED: " + err));
+        resumed_ += err.empty() ? 1 : 0;
+        break;
+      }
+    }
+  }
+}
+
+std::vector<std::string> DeadNodeDetector::take_log() { return std::exchange(log_, {}); }
+
+}  // namespace safe

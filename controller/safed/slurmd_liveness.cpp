@@ -1,0 +1,78 @@
+#include "controller/safed/slurmd_liveness.hpp"
+
+#include <cstdio>
+
+#include "common/lemon_detection.hpp"
+
+namespace safe {
+namespace {
+
+bool quarantined(const SlurmNode& n) { return n.drain && n.reason.rfind(kQuarantinePrefix, 0) == 0; }
+
+}  // namespace
+
+std::string_view to_string(ProbeOutcome o) {
+  switch (o) {
+    case ProbeOutcome::connected: return "connected";
+    case ProbeOutcome::refused: return "connection refused";
+    case ProbeOutcome::timed_out: return "no answer";
+    case ProbeOutcome::failed: return "unreachable";
+  }
+  return "?";
+}
+
+bool is_unreachable_reason(std::string_view reason) { return reason.rfind(kUnreachablePrefix, 0) == 0; }
+
+SlurmdLiveness after_probe(SlurmdLiveness s, const ProbeResult& r, long long now_ms) {
+  s.last = r.outcome;
+  s.last_probe_ms = now_ms;
+  s.address = r.address;
+  if (r.outcome == ProbeOutcome::connected) {
+    s.failures = 0;
+    s.first_failure_ms = 0;
+    ++s.successes;
+  } else {
+    if (s.failures == 0) s.first_failure_ms = now_ms;
+    ++s.failures;
+    s.successes = 0;
+  }
+  return s;
+}
+
+LivenessAction judge_liveness(SlurmdLiveness& s, const SlurmNode& node, const LivenessPolicy& policy) {
+  if (quarantined(node)) return LivenessAction::none;
+  if (!node.state_down) {
+    if (s.failures < policy.failures_to_down) return LivenessAction::none;
+    s.failures = 0;
+    s.first_failure_ms = 0;
+    return LivenessAction::set_down;
+  }
+  s.failures = 0;
+  s.first_failure_ms = 0;
+  // DOWN: only the controller's own unreachable mark is lifted here, once slurmd answers again and
+  // Slurm has heard from it too (a node Slurm flags as not responding would only fail again).
+  if (is_unreachable_reason(node.reason) && !node.drain && s.successes >= policy.successes_to_return &&
+      !node.not_responding)
+    return LivenessAction::resume;
+  return LivenessAction::none;
+}
+
+std::string unreachable_reason(const SlurmdLiveness& s, long long now_ms) {
+  char span[32];
+  std::snprintf(span, sizeof span, "%.1f", static_cast<double>(now_ms - s.first_failure_ms) / 1000.0);
+  return std::string(kUnreachablePrefix) + " slurmd " + s.address + " " + std::string(to_string(s.last)) + " x" +
+         std::to_string(s.failures) + " over " + span + " s";
+}
+
+std::vector<ProbeTarget> probe_targets(const std::vector<SlurmNode>& nodes,
+                                       const std::unordered_set<std::string>& busy) {
+  std::vector<ProbeTarget> out;
+  for (const SlurmNode& n : nodes) {
+    if (n.addr.empty() || quarantined(n)) continue;
+    bool watch = n.state_down ? is_unreachable_reason(n.reason) : busy.count(n.name) > 0;
+    if (watch) out.push_back({n.name, n.addr, n.port > 0 ? n.port : 6818});
+  }
+  return out;
+}
+
+}  // namespace safe

@@ -1,0 +1,76 @@
+// Dead-node detection faster than Slurm's SlurmdTimeout: safed probes the slurmd port of every
+// node that runs a SaFE job, and after a run of failed probes sets the node DOWN itself, so that
+// Slurm ends the job at once and safed's failover restarts it elsewhere. This file is the pure
+// part: what one probe does to a node's record, what the records call for, and which nodes to
+// probe. The sockets are in slurmd_prober.cpp, the Slurm calls in dead_node_detector.cpp.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "controller/safed/slurm_client.hpp"
+
+namespace safe {
+
+// The controller's reason for a node it set DOWN because its slurmd stopped answering. Neither
+// the health checker ("SaFE:") nor the quarantine ("SaFE-quarantine:") owns it.
+inline constexpr std::string_view kUnreachablePrefix = "SaFE-unreachable:";
+
+// connected: the TCP handshake with slurmd's port completed (the kernel answers for a listening
+// socket even while slurmd is busy). refused: nothing listens (slurmd is gone). timed_out: no
+// answer within the timeout (host dead, network partition, or an accept backlog full).
+// failed: any other error (no route, bad address).
+enum class ProbeOutcome { connected, refused, timed_out, failed };
+std::string_view to_string(ProbeOutcome o);
+
+struct ProbeTarget {
+  std::string node, host;
+  int port = 0;
+};
+
+struct ProbeResult {
+  std::string node;
+  ProbeOutcome outcome = ProbeOutcome::connected;
+  std::string address;  // host:port as probed
+};
+
+struct LivenessPolicy {
+  int failures_to_down = 3;     // consecutive failed probes before safed sets the node DOWN
+  int successes_to_return = 2;  // consecutive answered probes before safed resumes a node it downed
+};
+
+// What safed remembers of one node's slurmd between probe rounds.
+struct SlurmdLiveness {
+  int failures = 0, successes = 0;  // consecutive
+  long long first_failure_ms = 0;   // when the current run of failures began
+  long long last_probe_ms = 0;
+  ProbeOutcome last = ProbeOutcome::connected;
+  std::string address;
+};
+
+SlurmdLiveness after_probe(SlurmdLiveness s, const ProbeResult& r, long long now_ms);
+
+enum class LivenessAction { none, set_down, resume };
+
+// What Slurm's latest view and the probe record call for. Never touches a quarantined node, never
+// downs a node Slurm already has DOWN, and resumes only nodes that carry the controller's
+// unreachable reason once their slurmd answers again and Slurm no longer flags them as not
+// responding. Updates the record so that failures count only while Slurm has the node in
+// service, and each DOWN starts a fresh count: a node Slurm returns to service itself
+// (ReturnToService=2) is never downed again for the failures that downed it.
+LivenessAction judge_liveness(SlurmdLiveness& s, const SlurmNode& node, const LivenessPolicy& policy);
+
+// "SaFE-unreachable: slurmd 10.0.0.4:6818 connection refused x3 over 2.0 s"
+std::string unreachable_reason(const SlurmdLiveness& s, long long now_ms);
+
+bool is_unreachable_reason(std::string_view reason);
+
+// The nodes to probe: those in `busy` (running SaFE jobs) that Slurm does not already have DOWN,
+// and those the controller downed as unreachable (to see them come back). Quarantined nodes and
+// nodes without an address are left out.
+std::vector<ProbeTarget> probe_targets(const std::vector<SlurmNode>& nodes,
+                                       const std::unordered_set<std::string>& busy);
+
+}  // namespace safe

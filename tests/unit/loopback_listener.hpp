@@ -1,0 +1,31 @@
+// A listening TCP socket on a free loopback port: a stand-in for a slurmd in the probe tests and
+// the reconcile benchmark. Nothing accepts unless the user does.
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace safe::testing {
+
+struct LoopbackListener {
+  int fd = -1;
+  int port = 0;
+  explicit LoopbackListener(int backlog) {
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+    listen(fd, backlog);
+  }
+  ~LoopbackListener() { close(fd); }
+  LoopbackListener(const LoopbackListener&) = delete;
+  LoopbackListener& operator=(const LoopbackListener&) = delete;
+};
+
+}  // namespace safe::testing

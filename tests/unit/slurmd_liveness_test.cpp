@@ -1,0 +1,225 @@
+// Dead-node detection: the pure judgement (probe results -> DOWN / resume), the socket layer
+// against real sockets on loopback, and the detector's calls to a fake Slurm.
+#include <gtest/gtest.h>
+
+#include "controller/safed/dead_node_detector.hpp"
+#include "controller/safed/slurmd_liveness.hpp"
+#include "controller/safed/slurmd_prober.hpp"
+#include "tests/unit/fake_slurm.hpp"
+#include "tests/unit/loopback_listener.hpp"
+
+namespace safe {
+namespace {
+
+using testing::FakeFiles;
+using testing::FakeSlurm;
+using Listener = testing::LoopbackListener;
+
+ProbeResult probe(ProbeOutcome o) { return {"n2", o, "10.0.0.2:6818"}; }
+
+SlurmNode up_node() {
+  SlurmNode n;
+  n.name = "n2";
+  n.addr = "10.0.0.2";
+  n.port = 6818;
+  return n;
+}
+
+SlurmNode downed_by_safe() {
+  SlurmNode n = up_node();
+  n.down = n.state_down = true;
+  n.reason = "SaFE-unreachable: slurmd 10.0.0.2:6818 connection refused x3 over 2.0 s";
+  return n;
+}
+
+TEST(SlurmdLiveness, ConsecutiveFailuresSetTheNodeDownOnce) {
+  LivenessPolicy policy{3, 2};
+  SlurmdLiveness s;
+  SlurmNode n = up_node();
+  s = after_probe(s, probe(ProbeOutcome::refused), 1000);
+  EXPECT_EQ(LivenessAction::none, judge_liveness(s, n, policy));
+  s = after_probe(s, probe(ProbeOutcome::timed_out), 2000);
+  EXPECT_EQ(LivenessAction::none, judge_liveness(s, n, policy));
+  s = after_probe(s, probe(ProbeOutcome::refused), 3000);
+  EXPECT_EQ("SaFE-unreachable: slurmd 10.0.0.2:6818 connection refused x3 over 2.0 s", unreachable_reason(s, 3000));
+  EXPECT_EQ(LivenessAction::set_down, judge_liveness(s, n, policy));
+  // Slurm's view still shows it up until the next poll: no second DOWN for the same failures.
+  EXPECT_EQ(LivenessAction::none, judge_liveness(s, n, policy));
+}
+
+TEST(SlurmdLiveness, AnAnsweredProbeStartsTheCountAgain) {
+  LivenessPolicy policy{3, 2};
+  SlurmdLiveness s;
+  SlurmNode n = up_node();
+  for (ProbeOutcome o : {ProbeOutcome::timed_out, ProbeOutcome::timed_out, ProbeOutcome::connected,
+                         ProbeOutcome::timed_out, ProbeOutcome::timed_out}) {
+    s = after_probe(s, probe(o), 0);
+    EXPECT_EQ(LivenessAction::none, judge_liveness(s, n, policy)) << "a busy slurmd that answers now and then";
+  }
+}
+
+TEST(SlurmdLiveness, NodesSlurmAlreadyHasDownOrQuarantinedAreLeftToIt) {
+  LivenessPolicy policy{1, 1};
+  SlurmNode slurm_down = up_node();
+  slurm_down.down = slurm_down.state_down = true;
+  slurm_down.reason = "Not responding";
+  SlurmdLiveness s = after_probe({}, probe(ProbeOutcome::refused), 0);
+  EXPECT_EQ(LivenessAction::none, judge_liveness(s, slurm_down, policy));
+  EXPECT_EQ(0, s.failures) << "failures while Slurm has it DOWN do not count later";
+  s = after_probe(s, probe(ProbeOutcome::connected), 0);
+  EXPECT_EQ(LivenessAction::none, judge_liveness(s, slurm_down, policy)) << "not SaFE's DOWN: not SaFE's to lift";
+
+  SlurmNode quarantined = downed_by_safe();
+  quarantined.drain = true;
+  quarantined.reason = "SaFE-quarantine: 3 faults in 86400s";
+  s = after_probe({}, probe(ProbeOutcome::connected), 0);
+  EXPECT_EQ(LivenessAction::none, judge_liveness(s, quarantined, policy));
+  quarantined.state_down = quarantined.down = false;
+  s = after_probe({}, probe(ProbeOutcome::refused), 0);
+  EXPECT_EQ(LivenessAction::none, judge_liveness(s, quarantined, policy));
+}
+
+TEST(SlurmdLiveness, ItsOwnDownIsLiftedOnceSlurmdAnswersAndSlurmHearsFromIt) {
+  LivenessPolicy policy{3, 2};
+  SlurmNode n = downed_by_safe();
+  SlurmdLiveness s = after_probe({}, probe(ProbeOutcome::refused), 0);
+  EXPECT_EQ(LivenessAction::none, judge_liveness(s, n, policy));
+  s = after_probe(s, probe(ProbeOutcome::connected), 0);
+  EXPECT_EQ(LivenessAction::none, judge_liveness(s, n, policy)) << "one answer is not enough";
+  s = after_probe(s, probe(ProbeOutcome::connected), 0);
+  n.not_responding = true;
+  EXPECT_EQ(LivenessAction::none, judge_liveness(s, n, policy)) << "slurmctld has not heard from it yet";
+  n.not_responding = false;
+  EXPECT_EQ(LivenessAction::resume, judge_liveness(s, n, policy));
+  // Slurm returned it itself (ReturnToService=2) right after a failed probe: not downed again.
+  SlurmNode back = up_node();
+  s = after_probe({}, probe(ProbeOutcome::refused), 0);
+  s = after_probe(s, probe(ProbeOutcome::refused), 0);
+  EXPECT_EQ(LivenessAction::none, judge_liveness(s, n, policy));
+  s = after_probe(s, probe(ProbeOutcome::refused), 0);
+  EXPECT_EQ(LivenessAction::none, judge_liveness(s, back, policy));
+}
+
+TEST(SlurmdLiveness, TargetsAreBusyNodesInServiceAndItsOwnDownNodes) {
+  SlurmNode busy = up_node();
+  SlurmNode idle = up_node();
+  idle.name = "n3";
+  SlurmNode ours = downed_by_safe();
+  ours.name = "n4";
+  SlurmNode slurm_down = up_node();
+  slurm_down.name = "n5";
+  slurm_down.state_down = true;
+  slurm_down.reason = "Not responding";
+  SlurmNode no_addr = up_node();
+  no_addr.name = "n6";
+  no_addr.addr.clear();
+  SlurmNode default_port = up_node();
+  default_port.name = "n7";
+  default_port.port = 0;
+  auto t = probe_targets({busy, idle, ours, slurm_down, no_addr, default_port}, {"n2", "n5", "n6", "n7"});
+  ASSERT_EQ(3u, t.size());
+  EXPECT_EQ("n2", t[0].node);
+  EXPECT_EQ("n4", t[1].node);
+  EXPECT_EQ("n7", t[2].node);
+  EXPECT_EQ(6818, t[2].port);
+}
+
+TEST(SlurmdProber, RealSocketsConnectedRefusedAndUnresolvable) {
+  Listener alive(16);
+  int dead_port = 0;
+  {
+    Listener gone(16);
+    dead_port = gone.port;
+  }  // closed: nothing listens there any more
+  auto r = probe_slurmds({{"a", "127.0.0.1", alive.port},
+                          {"b", "127.0.0.1", dead_port},
+                          {"c", "no-such-host.invalid", 6818},
+                          {"d", "localhost", alive.port}},
+                         500, 2);
+  ASSERT_EQ(4u, r.size());
+  EXPECT_EQ(ProbeOutcome::connected, r[0].outcome);
+  EXPECT_EQ("127.0.0.1:" + std::to_string(alive.port), r[0].address);
+  EXPECT_EQ(ProbeOutcome::refused, r[1].outcome);
+  EXPECT_EQ(ProbeOutcome::failed, r[2].outcome);
+  EXPECT_EQ(ProbeOutcome::connected, r[3].outcome);
+  EXPECT_EQ("d", r[3].node);
+}
+
+TEST(SlurmdProber, AFullAcceptBacklogTimesOut) {
+  // Nobody accepts and the queue is full: the kernel drops the SYN, as for a dead host. This is
+  // why one failed probe never downs a node.
+  Listener stuck(0);
+  std::vector<ProbeTarget> targets(8, {"n", "127.0.0.1", stuck.port});
+  auto r = probe_slurmds(targets, 300, 8);
+  int timed_out = 0;
+  for (const auto& x : r) timed_out += x.outcome == ProbeOutcome::timed_out;
+  EXPECT_GE(timed_out, 1);
+  EXPECT_EQ(ProbeOutcome::connected, r[0].outcome);
+}
+
+TEST(DeadNodeDetector, DownsTheDeadNodeOfARunningSafeJobAndResumesItWhenSlurmdIsBack) {
+  FakeSlurm slurm;
+  FakeFiles files;
+  StateStore store(":memory:");
+  for (int i = 1; i <= 3; ++i) {
+    SlurmNode n = up_node();
+    n.name = "n" + std::to_string(i);
+    n.addr = "10.0.0." + std::to_string(i);
+    slurm.nodes.push_back(n);
+  }
+  SlurmJob j;
+  j.id = 7;
+  j.state = SlurmJobState::running;
+  j.nodes = "n[1-2]";
+  j.num_nodes = 2;
+  j.admin_comment = "safe: ws=ml retries=0/3 health=standard sig=USR1@30 hang=0 gpus=2 ckpt=/ck/1";
+  j.start_time = 950;
+  slurm.jobs.push_back(j);
+  SafeConfig config;
+  FailoverPlanner planner(config, slurm, store, files);
+  DeadNodeDetector detector(slurm, store);
+  planner.reconcile(slurm.jobs, slurm.nodes, 1000);
+
+  auto targets = detector.targets(planner);
+  ASSERT_EQ(2u, targets.size()) << "n3 runs no SaFE job";
+  auto round = [&](ProbeOutcome n2, long long ms) {
+    detector.apply({{"n1", ProbeOutcome::connected, "10.0.0.1:6818"}, {"n2", n2, "10.0.0.2:6818"}}, planner,
+                   {3, 2}, ms);
+  };
+  round(ProbeOutcome::refused, 1'001'000);
+  round(ProbeOutcome::refused, 1'002'000);
+  EXPECT_EQ(0, slurm.count("down"));
+  round(ProbeOutcome::refused, 1'003'000);
+  ASSERT_EQ(1, slurm.count("down n2 SaFE-unreachable: slurmd 10.0.0.2:6818 connection refused x3 over 2.0 s"));
+  EXPECT_EQ(0, slurm.count("down n1"));
+  round(ProbeOutcome::refused, 1'004'000);
+  EXPECT_EQ(1, slurm.count("down")) << "once";
+  EXPECT_EQ(1, detector.downed());
+  auto actions = store.actions(0);
+  ASSERT_FALSE(actions.empty());
+  EXPECT_EQ("node down", actions.back().action);
+  EXPECT_EQ("n2", actions.back().node);
+
+  // The planner sees the DOWN node and records it as a node fault with the probes' evidence.
+  planner.reconcile(slurm.jobs, slurm.nodes, 1004);
+  auto faults = store.node_faults("n2", 0);
+  ASSERT_EQ(1u, faults.size());
+  EXPECT_EQ("down", faults[0].kind);
+  EXPECT_NE(std::string::npos, faults[0].detail.find("slurmd 10.0.0.2:6818 connection refused x3"));
+
+  // The job ended; n2 stays watched as long as it carries SaFE's reason, and comes back.
+  slurm.jobs.clear();
+  planner.reconcile(slurm.jobs, slurm.nodes, 1005);
+  targets = detector.targets(planner);
+  ASSERT_EQ(1u, targets.size());
+  EXPECT_EQ("n2", targets[0].node);
+  detector.apply({{"n2", ProbeOutcome::connected, "10.0.0.2:6818"}}, planner, {3, 2}, 1'006'000);
+  EXPECT_EQ(0, slurm.count("resume"));
+  detector.apply({{"n2", ProbeOutcome::connected, "10.0.0.2:6818"}}, planner, {3, 2}, 1'007'000);
+  EXPECT_EQ(1, slurm.count("resume n2"));
+  EXPECT_EQ(1, detector.resumed());
+  EXPECT_EQ("node resumed", store.actions(0).back().action);
+}
+
+}  // namespace
+}  // namespace safe
