@@ -42,8 +42,9 @@ for side in safe plain; do
     injected=$(q "[.$side.fault_log[] | select(.status == \"injected\")] | length")
     hit=$(q "[.$side.fault_log[] | select(.status == \"injected\" and .ranks_hit > 0)] | length")
     ((hit >= 1)) || fail "no fault hit a trainer on $side ($injected injected)"
-    # Seen: the attempt a fault hit stopped making progress (a few steps may print as it lands).
-    stray=$(q "[.$side.fault_log[] | select(.status == \"injected\" and .ranks_hit > 0 and .steps_after_fault > 30)]")
+    # Seen: the attempt a fault hit stopped making progress (a few steps may print as it lands;
+    # a job the fault missed would go on for its remaining hundreds of steps).
+    stray=$(q "[.$side.fault_log[] | select(.status == \"injected\" and .ranks_hit > 0 and .steps_after_fault > 50)]")
     assert_eq "[]" "$(jq -c . <<<"$stray")" "faults on $side after which the job kept stepping"
     # Sane figures.
     ettr=$(q ".$side.ettr")
@@ -62,16 +63,15 @@ for side in safe plain; do
     done
 done
 
-# SaFE's counters: every requeue is one of safed's failovers; user errors are classified and not
-# retried; a GPU fault on SaFE's side drains the node.
+# SaFE's counters: every requeue is one of safed's failovers; the jobs with a bug are classified
+# user errors and not retried; a GPU fault on SaFE's side drains the node. (How many infrastructure
+# failures safed took for user errors is a figure of the run, not checked here.)
 requeues=$(($(q .safe.requeues) + $(q .safe.retries_wasted)))
 assert_eq "$requeues" "$(q .safe.controller.failovers_total)" "safed's failovers vs Slurm's restarts of SaFE jobs"
 assert_eq 0 "$(q .safe.user_errors_retried)" "user-error jobs SaFE retried"
 user_errors=$(q .safe.controller.user_error_failures_total)
-crashes=$(q .safe.faults.user_crash.injected)
 uerr_jobs=$(q .safe.user_error_jobs)
-((user_errors >= uerr_jobs && user_errors <= uerr_jobs + crashes)) ||
-    fail "safed classified $user_errors failures as user errors; expected $uerr_jobs..$((uerr_jobs + crashes))"
+((user_errors >= uerr_jobs)) || fail "safed classified $user_errors failures as user errors, fewer than the $uerr_jobs jobs with a bug"
 if (($(q '[.safe.fault_log[] | select(.status == "injected" and (.kind | startswith("gpu_")))] | length') > 0)); then
     (($(q .safe.nodes_drained) >= 1)) || fail "GPU faults were injected on SaFE's side but no node was drained"
 fi
