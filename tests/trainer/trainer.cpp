@@ -90,6 +90,9 @@ int main(int argc, char** argv) {
       for (;;) pause();
     }
     next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(period);
+    // A trainer that was stopped (SIGSTOP, as a hung collective is simulated) or starved of CPU
+    // does not race through the steps it missed: it goes on at its rate from now.
+    if (auto now = std::chrono::steady_clock::now(); now - next > period) next = now;
     std::this_thread::sleep_until(next);
     ++step;
     if (!rank0) continue;
