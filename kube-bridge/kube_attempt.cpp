@@ -37,7 +37,7 @@ std::string_view to_string(KubeAction action) {
   return "wait";
 }
 
-std::optional<JobFailure> kube_attempt_failure(const std::vector<PodObservation>& pods) {
+std::optional<JobFailure> kube_attempt_failure(const std::vector<PodObservation>& pods, const JobObservation& job) {
   JobFailure f;
   for (const auto& pod : pods) add_node_faults(pod, f.node_faults);
   // The first container to fail is the cause; the others mostly fail because it did.
@@ -49,7 +49,11 @@ std::optional<JobFailure> kube_attempt_failure(const std::vector<PodObservation>
   }
   bool any_preempted = std::any_of(pods.begin(), pods.end(), preempted);
   bool any_failed = std::any_of(pods.begin(), pods.end(), [](const auto& p) { return p.phase == "Failed"; });
-  if (any_preempted) {
+  if (job.gone) {
+    f.end = JobEnd::cancelled;  // someone deleted the Job: as scancel on Slurm
+  } else if (job.deadline_exceeded) {
+    f.end = JobEnd::timeout;
+  } else if (any_preempted) {
     f.end = JobEnd::preempted;
   } else if (first) {
     f.end = first->termination_reason == "OOMKilled" ? JobEnd::out_of_memory : JobEnd::failed;
@@ -64,13 +68,13 @@ std::optional<JobFailure> kube_attempt_failure(const std::vector<PodObservation>
   return f;
 }
 
-KubeDecision decide_kube_attempt(const std::vector<PodObservation>& pods, int completions, int attempt, int max_retries,
-                                 const FailoverConfig& failover) {
+KubeDecision decide_kube_attempt(const std::vector<PodObservation>& pods, const JobObservation& job, int completions,
+                                 int attempt, int max_retries, const FailoverConfig& failover) {
   int done = 0;
   for (const auto& pod : pods) done += pod.phase == "Succeeded";
   if (completions > 0 && done >= completions)
     return {KubeAction::succeeded, {}, "all " + std::to_string(done) + " pods succeeded"};
-  std::optional<JobFailure> failure = kube_attempt_failure(pods);
+  std::optional<JobFailure> failure = kube_attempt_failure(pods, job);
   if (!failure) return {};
   KubeDecision d;
   d.classification = classify_failure(*failure, failover);

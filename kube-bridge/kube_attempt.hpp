@@ -26,9 +26,15 @@ struct PodObservation {
   std::optional<std::string> node_mark;   // the value of SaFE's unhealthy label or taint on the node
 };
 
+// What the attempt's Job says about itself.
+struct JobObservation {
+  bool gone = false;               // the Job was deleted outside SaFE (404)
+  bool deadline_exceeded = false;  // condition Failed with reason DeadlineExceeded (activeDeadlineSeconds)
+};
+
 // How the attempt stands: running normally (nullopt), or ended / running on a faulty node (the
 // classifier's input). Pods that Succeeded are never blamed on their node.
-std::optional<JobFailure> kube_attempt_failure(const std::vector<PodObservation>& pods);
+std::optional<JobFailure> kube_attempt_failure(const std::vector<PodObservation>& pods, const JobObservation& job = {});
 
 enum class KubeAction { wait, succeeded, failover, fail };
 std::string_view to_string(KubeAction action);
@@ -41,7 +47,7 @@ struct KubeDecision {
 
 // attempt: 1 for the first run; max_retries: the workload's effective retries. failover: the
 // cluster's failover section (infra_exit_codes, retry_classes), as safed reads it.
-KubeDecision decide_kube_attempt(const std::vector<PodObservation>& pods, int completions, int attempt, int max_retries,
-                                 const FailoverConfig& failover);
+KubeDecision decide_kube_attempt(const std::vector<PodObservation>& pods, const JobObservation& job, int completions,
+                                 int attempt, int max_retries, const FailoverConfig& failover);
 
 }  // namespace safe::bridge

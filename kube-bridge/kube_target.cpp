@@ -357,8 +357,20 @@ void KubeTarget::reconcile(const std::string& name) {
   bool listed = false;
   std::vector<PodObservation> observed = observe_pods(name, w.attempt, nodes, listed);
   if (!listed) return;
+  KubeResponse job = client_.request("GET", "/apis/batch/v1/namespaces/" + url_escape(kube_.namespace_) + "/jobs/" +
+                                                url_escape(kube_object_name(name, w.attempt)));
+  if (job.status != 200 && job.status != 404) return;
+  JobObservation job_seen;
+  job_seen.gone = job.status == 404;
+  Json job_object = parse(job.body);
+  json_t* conds = json_object_get(json_object_get(job_object.get(), "status"), "conditions");
+  for (std::size_t c = 0; c < json_array_size(conds); ++c) {
+    json_t* cond = json_array_get(conds, c);
+    if (jstr(cond, {"type"}) == "Failed" && jstr(cond, {"status"}) == "True" && jstr(cond, {"reason"}) == "DeadlineExceeded")
+      job_seen.deadline_exceeded = true;
+  }
   w.nodes = nodes;
-  KubeDecision d = decide_kube_attempt(observed, w.spec.nodes, w.attempt, w.settings.retries, failover_);
+  KubeDecision d = decide_kube_attempt(observed, job_seen, w.spec.nodes, w.attempt, w.settings.retries, failover_);
   std::string error;
   switch (d.action) {
     case KubeAction::wait: {

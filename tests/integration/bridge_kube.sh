@@ -199,6 +199,18 @@ assert_eq Stopped "$(phase kube-k5)" "stopped"
 assert_eq true "$(objects Job | jq -r '.[] | select(.metadata.name == "k5-a1") | .spec.suspend')" "stopped Job suspended"
 wait_for "[[ -z \$(pod_of k5-a1 0) ]]" 10 "echo the stopped workload's pod is still there"
 
+# The Job's deadline (timeLimit -> activeDeadlineSeconds) passes: the Job controller stops the
+# pods (gracefully: the checkpoint signal) and the workload ends as timeout, not retried.
+expect 201 POST /api/v1/workloads '{"name":"k10","target":"kubernetes","image":"i","script":"x","nodes":1,"retries":2,
+    "timeLimit":1,"checkpoint":{"signal":"USR1","graceSeconds":1}}' >/dev/null
+wait_for "[[ \$(phase kube-k10) == Running ]]" 10
+pod10=$(pod_of k10-a1 0)
+double "jobs/team/k10-a1" '{"deadlineExceeded":true}'
+wait_for "[[ \$(phase kube-k10) == Failed ]]" 10 "tail -5 $LOG"
+assert_contains "$(expect 200 GET /api/v1/workloads/kube-k10/events)" "timeout (reached its time limit): job state TIMEOUT; not retried"
+assert_eq "job-controller 1" "$(curl -sS -X POST "$KUBE/_double/deletions" | jq -r --arg p "$pod10" '.[] | select(.name == $p) | "\(.by) \(.gracePeriodSeconds)"' | head -1)" "deadline stop"
+assert_eq 1 "$(expect 200 GET /api/v1/workloads/kube-k10 | jq .attempt)" "attempts after a timeout"
+
 # A restarted bridge has every workload back from the records on their Jobs, finishes a failover
 # it had begun (the old pod is stuck on a NotReady node) and fails over after the restart.
 double "pods/team/$(pod_of k8-a2 0)" '{"phase":"Succeeded","exitCode":0}'
@@ -216,7 +228,7 @@ double "nodes/$bad7" '{"ready":false}'
 wait_for "[[ \$(expect 200 GET /api/v1/workloads/kube-k7 | jq .attempt) == 2 ]]" 10 "tail -5 $LOG"
 # k7's phase may move on once its lead time is over, so it is compared without it.
 view() { expect 200 GET '/api/v1/workloads?target=kubernetes' | jq -S '[.items[] | del(.nodes) | if .id == "kube-k7" then del(.phase) else . end]'; }
-kube_events() { for w in k1 k2 k3 k4 k5 k8 k9; do expect 200 GET "/api/v1/workloads/kube-$w/events"; done; }
+kube_events() { for w in k1 k2 k3 k4 k5 k8 k9 k10; do expect 200 GET "/api/v1/workloads/kube-$w/events"; done; }
 before=$(view) events_before=$(kube_events)
 stop_bridge  # while attempt 2 of k7 waits for the lead time
 assert_eq "" "$(objects Job | jq -r '.[] | select(.metadata.name == "k7-a2") | .metadata.name')" "attempt 2 not created yet"

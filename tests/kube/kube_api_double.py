@@ -16,9 +16,10 @@ controller does. Instead of a scheduler and kubelets it plays them crudely: a cr
 DoesNotExist), Running at once; a kubelet stops a terminating pod's container after
 --kubelet-stop-seconds (at most its grace period) if its node is Ready, and not while the node is
 NotReady (the pod stays Terminating, as on a real cluster, until the node is back). Tests drive
-the rest through /_double/ endpoints: pod phase and exit code, node readiness (which, like the
-node lifecycle controller, marks that node's pods not Ready), dropping open watches, compacting
-history, and reading every deletion and the full change history.
+the rest through /_double/ endpoints: pod phase, exit code and conditions, node readiness (which,
+like the node lifecycle controller, marks that node's pods not Ready), a Job's deadline passing
+(condition Failed/DeadlineExceeded, its running pods deleted gracefully), dropping open watches,
+compacting history, and reading every deletion and the full change history.
 
 Usage: kube_api_double.py --port-file FILE [--nodes k1,k2,k3] [--token TOKEN] [--kubelet-stop-seconds S]
 """
@@ -233,7 +234,12 @@ def suspend_job(job):
     if not any(c.get("type") == "Suspended" for c in conditions):
         conditions.append({"type": "Suspended", "status": "True", "reason": "JobSuspended", "lastTransitionTime": now()})
         bump("Job", ns, "MODIFIED", job)
-    for pns, pname in pods_of_job(ns, name):
+    stop_active_pods(ns, name)
+
+
+def stop_active_pods(ns, job_name):
+    """The Job controller deletes a Job's running pods (suspension, deadline); the caller holds LOCK."""
+    for pns, pname in pods_of_job(ns, job_name):
         pod = STORE[("Pod", pns, pname)]
         if pod["status"].get("phase") not in ("Succeeded", "Failed") and "deletionTimestamp" not in pod["metadata"]:
             delete_pod(pns, pname, None, "job-controller")
@@ -393,6 +399,13 @@ class Handler(BaseHTTPRequestHandler):
                 if "log" in body:
                     pod["metadata"].setdefault("annotations", {})["double/log"] = body["log"]
                 bump("Pod", parts[1], "MODIFIED", pod)
+            elif parts[:1] == ["jobs"]:  # /_double/jobs/NS/NAME {"deadlineExceeded": true}: activeDeadlineSeconds passed
+                job = STORE[("Job", parts[1], parts[2])]
+                if body.get("deadlineExceeded"):
+                    job.setdefault("status", {}).setdefault("conditions", []).append(
+                        {"type": "Failed", "status": "True", "reason": "DeadlineExceeded", "lastTransitionTime": now()})
+                    bump("Job", parts[1], "MODIFIED", job)
+                    stop_active_pods(parts[1], parts[2])
             elif parts[:1] == ["nodes"]:  # /_double/nodes/NAME {"ready": false}
                 node = STORE[("Node", None, parts[1])]
                 node["status"]["conditions"] = [{"type": "Ready", "status": "True" if body["ready"] else "Unknown"}]

@@ -159,7 +159,7 @@ TEST_P(KubeClassifyTest, PodsClassifyAsOnSlurm) {
   FailoverConfig config;  // the same defaults safed uses: infra_exit_codes [75], retry node_fault + infra_transient
   std::optional<JobFailure> failure = kube_attempt_failure(c.pods);
   ASSERT_EQ(c.expected.has_value(), failure.has_value());
-  bridge::KubeDecision d = decide_kube_attempt(c.pods, 2, 1, 3, config);
+  bridge::KubeDecision d = decide_kube_attempt(c.pods, {}, 2, 1, 3, config);
   EXPECT_EQ(to_string(c.action), to_string(d.action)) << d.message;
   if (!c.expected) return;
   Classification got = classify_failure(*failure, config);
@@ -214,19 +214,35 @@ TEST(KubeClassify, TheFirstContainerToFailIsTheCause) {
   EXPECT_EQ(FailureClass::user_error, classify_failure(*kube_attempt_failure({a, b}), FailoverConfig{}).failure_class);
 }
 
+TEST(KubeClassify, TheJobsOwnEnd) {
+  using bridge::JobObservation;
+  // activeDeadlineSeconds: the Job controller stops the pods (they may fail on the way).
+  std::vector<PodObservation> stopping = {pod("w-0", "k1", "Failed", 143), on_marked_node(pod("w-1", "k2", "Running"), "gpu")};
+  Classification c = classify_failure(*kube_attempt_failure(stopping, JobObservation{false, true}), FailoverConfig{});
+  EXPECT_EQ(FailureClass::timeout, c.failure_class) << "a time limit is never retried, even with a node fault meanwhile";
+  auto d = decide_kube_attempt({}, JobObservation{false, true}, 2, 1, 3, FailoverConfig{});
+  EXPECT_EQ(KubeAction::fail, d.action);
+  EXPECT_EQ("timeout (reached its time limit): job state TIMEOUT; not retried: timeout is not in failover.retry_classes", d.message);
+  // The Job deleted behind SaFE's back: the pods are gone, as after scancel.
+  d = decide_kube_attempt({}, JobObservation{true, false}, 2, 1, 3, FailoverConfig{});
+  EXPECT_EQ(KubeAction::fail, d.action);
+  EXPECT_EQ(FailureClass::cancelled, d.classification.failure_class);
+  EXPECT_EQ(KubeAction::wait, decide_kube_attempt({}, {}, 2, 1, 3, FailoverConfig{}).action) << "pods not created yet";
+}
+
 TEST(KubeClassify, RetriesAndRetryClassesAsOnSlurm) {
   std::vector<PodObservation> lost = {pod("w-0", "k1", "Running"), on_not_ready_node(pod("w-1", "k7", "Running"))};
   FailoverConfig config;
-  auto d = decide_kube_attempt(lost, 2, 2, 1, config);  // attempt 2 of a workload with 1 retry
+  auto d = decide_kube_attempt(lost, {}, 2, 2, 1, config);  // attempt 2 of a workload with 1 retry
   EXPECT_EQ(KubeAction::fail, d.action);
   EXPECT_EQ("node_fault (node fault during the job): k7 NotReady (pod w-1); not retried: retries exhausted (1/1)", d.message);
-  EXPECT_EQ(KubeAction::fail, decide_kube_attempt(lost, 2, 1, 0, config).action);  // no retries at all
+  EXPECT_EQ(KubeAction::fail, decide_kube_attempt(lost, {}, 2, 1, 0, config).action);  // no retries at all
   config.retry_classes = {"infra_transient"};
-  d = decide_kube_attempt(lost, 2, 1, 3, config);
+  d = decide_kube_attempt(lost, {}, 2, 1, 3, config);
   EXPECT_EQ(KubeAction::fail, d.action);
   EXPECT_NE(d.message.find("not retried: node_fault is not in failover.retry_classes"), std::string::npos) << d.message;
   config.infra_exit_codes = {75, 42};
-  EXPECT_EQ(KubeAction::failover, decide_kube_attempt({pod("w-0", "k1", "Failed", 42)}, 1, 1, 3, config).action);
+  EXPECT_EQ(KubeAction::failover, decide_kube_attempt({pod("w-0", "k1", "Failed", 42)}, {}, 1, 1, 3, config).action);
 }
 
 }  // namespace
