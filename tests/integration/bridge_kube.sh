@@ -176,6 +176,9 @@ wait_for "[[ \$(expect 200 GET /api/v1/workloads/kube-k8 | jq .attempt) == 2 ]]"
 assert_contains "$(expect 200 GET /api/v1/workloads/kube-k8/events)" "infra_transient (exit code configured as infrastructure): exit code 75"
 assert_eq null "$(objects Node | jq -c --arg n "$node8" '.[] | select(.metadata.name == $n) | .metadata.labels["safe-for-slurm.io/unhealthy"]')" "no node blamed"
 assert_eq "" "$(expect 200 GET /api/v1/workloads/kube-k8 | jq -r .excludedNodes)" "no node excluded"
+wait_for "[[ -n \$(pod_of k8-a2 0) ]]" 10 "tail -5 $LOG"
+double "pods/team/$(pod_of k8-a2 0)" '{"phase":"Succeeded","exitCode":0}'
+wait_for "[[ \$(phase kube-k8) == Succeeded ]]" 10 "tail -5 $LOG"
 
 # Watch reconnect: dropped connections, then a compacted history (410 Gone -> relist).
 expect 201 POST /api/v1/workloads '{"name":"k4","target":"kubernetes","image":"i","script":"x","nodes":1}' >/dev/null
@@ -199,6 +202,26 @@ assert_eq Stopped "$(phase kube-k5)" "stopped"
 assert_eq true "$(objects Job | jq -r '.[] | select(.metadata.name == "k5-a1") | .spec.suspend')" "stopped Job suspended"
 wait_for "[[ -z \$(pod_of k5-a1 0) ]]" 10 "echo the stopped workload's pod is still there"
 
+# DisruptionTarget on a pod: the scheduler's preemption is a preemption, as on Slurm (not in the
+# default retry classes); an eviction takes the node away (node_fault, failover without it).
+expect 201 POST /api/v1/workloads '{"name":"k12","target":"kubernetes","image":"i","script":"x","nodes":1,"retries":1}' >/dev/null
+wait_for "[[ \$(phase kube-k12) == Running ]]" 10
+double "pods/team/$(pod_of k12-a1 0)" '{"phase":"Failed","exitCode":143,"conditions":[{"type":"DisruptionTarget","status":"True","reason":"PreemptionByScheduler"}]}'
+wait_for "[[ \$(phase kube-k12) == Failed ]]" 10 "tail -5 $LOG"
+assert_contains "$(expect 200 GET /api/v1/workloads/kube-k12/events)" "preempted (preempted by the scheduler): job state PREEMPTED; not retried: preempted is not in failover.retry_classes"
+expect 201 POST /api/v1/workloads '{"name":"k11","target":"kubernetes","image":"i","script":"x","nodes":1,"retries":1,
+    "checkpoint":{"signal":"USR1","graceSeconds":1}}' >/dev/null
+wait_for "[[ \$(phase kube-k11) == Running ]]" 10
+pod11=$(pod_of k11-a1 0) node11=$(node_of "$(pod_of k11-a1 0)")
+double "pods/team/$pod11" '{"phase":"Running","conditions":[{"type":"DisruptionTarget","status":"True","reason":"EvictionByEvictionAPI"}]}'
+wait_for "[[ \$(expect 200 GET /api/v1/workloads/kube-k11 | jq .attempt) == 2 ]]" 10 "tail -5 $LOG"
+assert_contains "$(expect 200 GET /api/v1/workloads/kube-k11/events)" "node_fault (node fault during the job): $node11 pod $pod11 DisruptionTarget (EvictionByEvictionAPI)"
+assert_eq "$node11" "$(expect 200 GET /api/v1/workloads/kube-k11 | jq -r .excludedNodes)" "k11 excludes the evicted pod's node"
+wait_for "[[ -n \$(pod_of k11-a2 0) ]]" 10 "tail -5 $LOG"
+double "pods/team/$(pod_of k11-a2 0)" '{"phase":"Succeeded","exitCode":0}'
+wait_for "[[ \$(phase kube-k11) == Succeeded ]]" 10 "tail -5 $LOG"
+"$bin/safe-kube-node" clear "$node11" --kubeconfig "$work/kubeconfig" >/dev/null
+
 # The Job's deadline (timeLimit -> activeDeadlineSeconds) passes: the Job controller stops the
 # pods (gracefully: the checkpoint signal) and the workload ends as timeout, not retried.
 expect 201 POST /api/v1/workloads '{"name":"k10","target":"kubernetes","image":"i","script":"x","nodes":1,"retries":2,
@@ -213,8 +236,6 @@ assert_eq 1 "$(expect 200 GET /api/v1/workloads/kube-k10 | jq .attempt)" "attemp
 
 # A restarted bridge has every workload back from the records on their Jobs, finishes a failover
 # it had begun (the old pod is stuck on a NotReady node) and fails over after the restart.
-double "pods/team/$(pod_of k8-a2 0)" '{"phase":"Succeeded","exitCode":0}'
-wait_for "[[ \$(phase kube-k8) == Succeeded ]]" 10 "tail -5 $LOG"
 for n in k1 k2 k3; do "$bin/safe-kube-node" clear "$n" --kubeconfig "$work/kubeconfig" >/dev/null; done
 for n in k1 k2 k3; do double "nodes/$n" '{"ready":true}'; done
 expect 201 POST /api/v1/workloads '{"name":"k7","target":"kubernetes","image":"i","script":"x","nodes":2,"retries":2,
