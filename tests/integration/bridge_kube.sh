@@ -4,10 +4,11 @@
 # for it beside the cluster at DIR: create -> Running -> Succeeded; a node fault fails over
 # (node tainted, the old attempt's pods stopped with the checkpoint signal's grace period first,
 # Job recreated without the node, attempt 2); an infrastructure exit code is retried without
-# blaming a node; a user error fails without retry; retries exhausted; the watches survive
-# dropped connections and a compacted history (410 Gone); a restarted bridge still has every
-# workload (rebuilt from the records on their Jobs), finishes a failover it had begun and fails
-# over after the restart.
+# blaming a node; a user error fails without retry; retries exhausted; an eviction
+# (DisruptionTarget) fails over, a preemption does not; the Job's deadline ends it as timeout;
+# the watches survive dropped connections and a compacted history (410 Gone); a restarted bridge
+# still has every workload (rebuilt from the records on their Jobs), finishes a failover it had
+# begun and fails over after the restart.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
