@@ -6,34 +6,11 @@
 
 #include <algorithm>
 
+#include "kube-bridge/base64.hpp"
 #include "kube-bridge/json_value.hpp"
 
 namespace safe::bridge {
 namespace {
-
-std::optional<std::string> base64url_decode(std::string_view in) {
-  std::string out;
-  out.reserve(in.size() * 3 / 4);
-  unsigned buffer = 0;
-  int bits = 0;
-  for (char c : in) {
-    int v;
-    if (c >= 'A' && c <= 'Z') v = c - 'A';
-    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') v = c - '0' + 52;
-    else if (c == '-') v = 62;
-    else if (c == '_') v = 63;
-    else return std::nullopt;  // padding is not used in JWTs
-    buffer = (buffer << 6) | static_cast<unsigned>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((buffer >> bits) & 0xff));
-    }
-  }
-  if (bits >= 6) return std::nullopt;
-  return out;
-}
 
 constexpr const char* kGetToken = "; get one with: scontrol token lifespan=3600";
 
@@ -46,9 +23,9 @@ JwtCheck verify_slurm_jwt(std::string_view token, std::string_view key, std::tim
   auto dot2 = dot1 == token.npos ? token.npos : token.find('.', dot1 + 1);
   if (dot2 == token.npos || token.find('.', dot2 + 1) != token.npos)
     return {std::nullopt, std::string("not a JWT (expected three dot-separated parts)") + kGetToken};
-  auto header = base64url_decode(token.substr(0, dot1));
-  auto payload = base64url_decode(token.substr(dot1 + 1, dot2 - dot1 - 1));
-  auto signature = base64url_decode(token.substr(dot2 + 1));
+  auto header = base64_decode(token.substr(0, dot1), Base64::url);
+  auto payload = base64_decode(token.substr(dot1 + 1, dot2 - dot1 - 1), Base64::url);
+  auto signature = base64_decode(token.substr(dot2 + 1), Base64::url);
   if (!header || !payload || !signature) return {std::nullopt, std::string("not a JWT (bad base64url)") + kGetToken};
 
   Json h = json_take(json_loadb(header->data(), header->size(), JSON_REJECT_DUPLICATES, nullptr));

@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "common/yaml_document.hpp"
+#include "kube-bridge/base64.hpp"
 #include "kube-bridge/kube_client.hpp"
 
 namespace safe::bridge {
@@ -39,33 +40,13 @@ std::optional<std::string> read_file(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-std::optional<std::string> base64_decode(std::string_view in) {
-  std::string out;
-  unsigned buf = 0;
-  int bits = 0;
-  for (char c : in) {
-    int v;
-    if (c >= 'A' && c <= 'Z') v = c - 'A';
-    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') v = c - '0' + 52;
-    else if (c == '+') v = 62;
-    else if (c == '/') v = 63;
-    else if (c == '=' || c == '\n' || c == '\r') continue;
-    else return std::nullopt;
-    buf = (buf << 6) | static_cast<unsigned>(v);
-    bits += 6;
-    if (bits >= 8) out.push_back(static_cast<char>((buf >> (bits -= 8)) & 0xff));
-  }
-  return out;
-}
-
 // `*-data` (base64 PEM) becomes a file: libcurl takes certificates by path.
 bool materialise(const Node* n, const std::string& file_key, const std::string& data_key, const std::string& scratch,
                  std::string& out, std::string& error) {
   out = scalar(n, file_key);
   std::string data = scalar(n, data_key);
   if (data.empty()) return true;
-  auto pem = base64_decode(data);
+  auto pem = base64_decode(data, Base64::standard);
   if (!pem) return error = data_key + " is not base64", false;
   mkdir(scratch.c_str(), 0700);
   out = scratch + "/" + data_key + ".pem";

@@ -1,6 +1,7 @@
 #include "kube-bridge/kube_manifests.hpp"
 
 #include "common/job_environment.hpp"
+#include "kube-bridge/kube_entrypoint.hpp"
 
 namespace safe::bridge {
 namespace {
@@ -25,6 +26,7 @@ json_t* annotations_for(const KubeWorkloadContext& ctx) {
   std::string avoid;
   for (const auto& n : ctx.avoid_nodes) avoid += (avoid.empty() ? "" : ",") + n;
   json_set(a, key("excluded-nodes").c_str(), json_str(avoid));
+  if (!ctx.record.empty()) json_set(a, std::string(kRecordAnnotation).c_str(), json_str(ctx.record));
   return a;
 }
 
@@ -64,6 +66,10 @@ Json kube_job_manifest(const WorkloadSpec& spec, const KubeWorkloadContext& ctx)
 
   json_t* pod = json_object();
   json_set(pod, "restartPolicy", json_string("Never"));
+  // Pod deletion (failover, stop) sends SIGTERM, which the entrypoint turns into the checkpoint
+  // signal; the kubelet kills the container after this many seconds: the signal's lead time.
+  json_set(pod, "terminationGracePeriodSeconds",
+           json_integer(ctx.settings.ckpt_signal.seconds.value_or(ctx.checkpoint.grace_s)));
   json_set(pod, "subdomain", json_str(name));  // with the headless Service: NAME-INDEX.NAME
   // Never on a node SaFE marked unhealthy, nor on one this workload lost or excluded.
   json_t* expressions = json_array();
@@ -96,17 +102,13 @@ Json kube_job_manifest(const WorkloadSpec& spec, const KubeWorkloadContext& ctx)
   json_set(c, "name", json_string("worker"));
   json_set(c, "image", json_str(spec.image));
   json_t* command = json_array();
-  if (!spec.command.empty()) {
-    for (const auto& a : spec.command) json_array_append_new(command, json_str(a));
-  } else {
-    json_array_append_new(command, json_string("/bin/bash"));
-    json_array_append_new(command, json_string("-c"));
-    json_array_append_new(command, json_str(spec.script));
-  }
+  for (const auto& a : kube_container_command(spec, ctx.checkpoint.complete_marker, ctx.settings.ckpt_signal.signo))
+    json_array_append_new(command, json_str(a));
   json_set(c, "command", command);
   json_t* env = json_array();
-  // The same SAFE_* the SPANK plugin gives a Slurm job's tasks.
-  for (const auto& [k, v] : safe_job_environment(ctx.settings, ctx.attempt - 1, ctx.resume_from))
+  // The same SAFE_* the SPANK plugin gives a Slurm job's tasks; SAFE_RESUME_FROM is set in the
+  // pod by the entrypoint, which can see the checkpoint volume.
+  for (const auto& [k, v] : safe_job_environment(ctx.settings, ctx.attempt - 1, ""))
     json_array_append_new(env, env_var(k, v));
   json_array_append_new(env, env_var("SAFE_WORKLOAD_NAME", spec.name));
   json_array_append_new(env, env_var("SAFE_NNODES", std::to_string(spec.nodes)));
@@ -182,7 +184,9 @@ Json kube_service_manifest(const WorkloadSpec& spec, const KubeWorkloadContext& 
   Json svc = json_take(json_object());
   json_set(svc.get(), "apiVersion", json_string("v1"));
   json_set(svc.get(), "kind", json_string("Service"));
-  json_set(svc.get(), "metadata", metadata(name, spec, ctx));
+  KubeWorkloadContext without_record = ctx;  // the record lives on the Job only
+  without_record.record.clear();
+  json_set(svc.get(), "metadata", metadata(name, spec, without_record));
   json_t* s = json_object();
   json_set(s, "clusterIP", json_string("None"));
   json_set(s, "publishNotReadyAddresses", json_true());

@@ -1,7 +1,9 @@
 // What a workload becomes on Kubernetes: an Indexed batch/v1 Job (completions = parallelism =
 // nodes, backoffLimit 0: failover is SaFE's, not the Job controller's) and a headless Service for
-// rendezvous (pod N is JOB-N.SERVICE). Pure: JSON out, validated against the official schemas by
-// tests/kube/validate_manifests.mjs.
+// rendezvous (pod N is JOB-N.SERVICE). The container runs the user's command behind SaFE's
+// entrypoint prelude (kube_entrypoint: resume point, checkpoint signal), with the signal's lead
+// time as terminationGracePeriodSeconds. Pure: JSON out, validated against the official schemas
+// by tests/kube/validate_manifests.mjs.
 #pragma once
 
 #include <string>
@@ -25,8 +27,12 @@ struct KubeWorkloadContext {
   std::string user;
   int attempt = 1;                      // 1 on the first run
   std::vector<std::string> avoid_nodes; // excludedNodes, plus nodes lost in earlier attempts
-  std::string resume_from;              // newest complete checkpoint, "" if none
+  CheckpointConfig checkpoint;          // complete_marker; grace_s when the settings have no lead time
+  std::string record;                   // the workload's record (kube_workload_record), as an annotation
 };
+
+// The annotation holding the workload's record on its current Job.
+constexpr std::string_view kRecordAnnotation = "safe-for-slurm.io/record";
 
 // "train-a2": the Job and Service of attempt 2 of workload "train".
 std::string kube_object_name(const std::string& workload, int attempt);

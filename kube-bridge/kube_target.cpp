@@ -1,14 +1,20 @@
 #include "kube-bridge/kube_target.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <cstdio>
 #include <thread>
 
-#include "common/kube_failover.hpp"
 #include "kube-bridge/json_value.hpp"
 #include "kube-bridge/kube_manifests.hpp"
+#include "kube-bridge/kube_node_mark.hpp"
 
 namespace safe::bridge {
 namespace {
+
+// Kubernetes allows 256 KiB of annotations per object; the record stays well below.
+constexpr std::size_t kMaxRecordBytes = 192 * 1024;
 
 Json parse(const std::string& body) { return json_take(json_loadb(body.data(), body.size(), 0, nullptr)); }
 
@@ -24,18 +30,61 @@ std::string status_message(const KubeResponse& r) {
   return "HTTP " + std::to_string(r.status) + (m.empty() ? "" : ": " + m);
 }
 
+std::string label(std::string_view name) { return std::string(kKubePrefix) + std::string(name); }
+
+std::string attempt_selector(const std::string& workload, int attempt) {
+  return url_escape(label("workload") + "=" + workload + "," + label("attempt") + "=" + std::to_string(attempt));
+}
+
+bool active(const PodObservation& p) { return p.phase != "Succeeded" && p.phase != "Failed"; }
+
+struct NodeState {
+  bool not_ready = false;
+  std::optional<std::string> mark;
+};
+
+NodeState observe_node(KubeClient& client, const std::string& node) {
+  KubeResponse r = client.request("GET", "/api/v1/nodes/" + url_escape(node));
+  NodeState s;
+  s.not_ready = r.status == 404;  // a node that is gone took its pods with it
+  Json n = parse(r.body);
+  json_t* conds = json_object_get(json_object_get(n.get(), "status"), "conditions");
+  for (std::size_t c = 0; c < json_array_size(conds); ++c)
+    if (jstr(json_array_get(conds, c), {"type"}) == "Ready") s.not_ready = jstr(json_array_get(conds, c), {"status"}) != "True";
+  json_t* labels = json_object_get(json_object_get(n.get(), "metadata"), "labels");
+  if (json_t* v = json_object_get(labels, std::string(kUnhealthyKey).c_str())) s.mark = json_is_string(v) ? json_string_value(v) : "";
+  json_t* taints = json_object_get(json_object_get(n.get(), "spec"), "taints");
+  for (std::size_t t = 0; t < json_array_size(taints); ++t)
+    if (jstr(json_array_get(taints, t), {"key"}) == kUnhealthyKey && !s.mark) s.mark = jstr(json_array_get(taints, t), {"value"});
+  return s;
+}
+
 }  // namespace
+
+KubeTarget::KubeTarget(const SafeConfig& config, KubeClient& client)
+    : kube_(config.kube_bridge.kubernetes), failover_(config.failover), checkpoint_(config.checkpoint), client_(client) {}
 
 KubeTarget::~KubeTarget() { stopping_ = true; }
 
+int KubeTarget::lead_time(const KubeWorkload& w) const {
+  return w.settings.ckpt_signal.seconds.value_or(checkpoint_.grace_s);
+}
+
 bool KubeTarget::submit_attempt(KubeWorkload& w, std::string& error) {
   KubeWorkloadContext ctx;
-  ctx.kube = config_;
+  ctx.kube = kube_;
   ctx.settings = w.settings;
   ctx.user = w.user;
   ctx.attempt = w.attempt;
   ctx.avoid_nodes = w.avoid_nodes;
-  const std::string ns = url_escape(config_.namespace_);
+  ctx.checkpoint = checkpoint_;
+  ctx.record = kube_workload_record(w);
+  if (ctx.record.size() > kMaxRecordBytes)
+    return error = "the workload's record (spec, script, env, events) is " + std::to_string(ctx.record.size()) +
+                   " bytes, more than Kubernetes keeps in annotations (" + std::to_string(kMaxRecordBytes) +
+                   "); put the script into the image",
+           false;
+  const std::string ns = url_escape(kube_.namespace_);
   KubeResponse svc = client_.request("POST", "/api/v1/namespaces/" + ns + "/services",
                                      json_text(kube_service_manifest(w.spec, ctx).get()));
   if (svc.status != 201 && svc.status != 409) return error = "creating the Service: " + status_message(svc), false;
@@ -45,20 +94,45 @@ bool KubeTarget::submit_attempt(KubeWorkload& w, std::string& error) {
   return true;
 }
 
-void KubeTarget::delete_attempt(const KubeWorkload& w) {
-  const std::string ns = url_escape(config_.namespace_);
-  const std::string name = kube_object_name(w.spec.name, w.attempt);
-  // Background propagation: the Job's pods go with it.
-  client_.request("DELETE", "/apis/batch/v1/namespaces/" + ns + "/jobs/" + name + "?propagationPolicy=Background",
+void KubeTarget::delete_attempt(const std::string& name, int attempt) {
+  const std::string ns = url_escape(kube_.namespace_);
+  const std::string object = url_escape(kube_object_name(name, attempt));
+  // A Job's pods are deleted with it only if asked (batch/v1 orphans them by default); each pod
+  // then gets its own terminationGracePeriodSeconds.
+  client_.request("DELETE", "/apis/batch/v1/namespaces/" + ns + "/jobs/" + object + "?propagationPolicy=Background",
                   R"({"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"})");
-  client_.request("DELETE", "/api/v1/namespaces/" + ns + "/services/" + name);
+  client_.request("DELETE", "/api/v1/namespaces/" + ns + "/services/" + object);
+}
+
+bool KubeTarget::save(const KubeWorkload& w, bool suspend, std::string& error) {
+  int holder = w.draining_attempt ? w.draining_attempt : w.attempt;
+  Json patch = json_take(json_object());
+  json_t* annotations = json_object();
+  json_set(annotations, std::string(kRecordAnnotation).c_str(), json_str(kube_workload_record(w)));
+  json_t* metadata = json_object();
+  json_set(metadata, "annotations", annotations);
+  json_set(patch.get(), "metadata", metadata);
+  if (suspend) {
+    // The Job controller deletes the active pods of a suspended Job, each with its grace period.
+    json_t* spec = json_object();
+    json_set(spec, "suspend", json_true());
+    json_set(patch.get(), "spec", spec);
+  }
+  KubeResponse r = client_.request("PATCH",
+                                   "/apis/batch/v1/namespaces/" + url_escape(kube_.namespace_) + "/jobs/" +
+                                       url_escape(kube_object_name(w.spec.name, holder)),
+                                   json_text(patch.get()), "application/merge-patch+json");
+  if (r.status == 200) return true;
+  error = "updating Job " + kube_object_name(w.spec.name, holder) + ": " + status_message(r);
+  std::fprintf(stderr, "safe-kube-bridge: workload %s: %s\n", w.spec.name.c_str(), error.c_str());
+  return false;
 }
 
 std::optional<std::pair<int, std::string>> KubeTarget::create(const WorkloadSpec& spec, const JobSettings& settings,
                                                               const std::string& user, uid_t uid) {
+  if (!recovered_) return std::pair(503, "safe: the bridge is still reading its Kubernetes workloads; retry in a few seconds");
   std::lock_guard lock(mutex_);
-  auto it = workloads_.find(spec.name);
-  if (it != workloads_.end() && !it->second.deleted)
+  if (workloads_.count(spec.name))
     return std::pair(409, "a Kubernetes workload named '" + spec.name + "' exists; choose another name or delete it first");
   KubeWorkload w;
   w.spec = spec;
@@ -67,10 +141,10 @@ std::optional<std::pair<int, std::string>> KubeTarget::create(const WorkloadSpec
   w.uid = uid;
   w.avoid_nodes = spec.excluded_nodes;
   w.submit_time = std::time(nullptr);
+  w.events.push_back({"Submitted", w.submit_time, 1, "Job " + kube_object_name(spec.name, 1) + " created"});
   std::string error;
   if (!submit_attempt(w, error))
     return std::pair(502, "safe: the Kubernetes API refused the workload (" + error + "); check the bridge's RBAC and namespace");
-  w.events.push_back({"Submitted", w.submit_time, 1, "Job " + kube_object_name(spec.name, 1) + " created"});
   workloads_[spec.name] = std::move(w);
   return std::nullopt;
 }
@@ -78,31 +152,33 @@ std::optional<std::pair<int, std::string>> KubeTarget::create(const WorkloadSpec
 std::optional<KubeWorkload> KubeTarget::get(const std::string& name) {
   std::lock_guard lock(mutex_);
   auto it = workloads_.find(name);
-  if (it == workloads_.end() || it->second.deleted) return std::nullopt;
+  if (it == workloads_.end()) return std::nullopt;
   return it->second;
 }
 
 std::vector<KubeWorkload> KubeTarget::list() {
   std::lock_guard lock(mutex_);
   std::vector<KubeWorkload> out;
-  for (const auto& [n, w] : workloads_)
-    if (!w.deleted) out.push_back(w);
+  for (const auto& [n, w] : workloads_) out.push_back(w);
   return out;
 }
 
 bool KubeTarget::stop(const std::string& name, bool remove, std::string& error) {
   std::lock_guard lock(mutex_);
   auto it = workloads_.find(name);
-  if (it == workloads_.end() || it->second.deleted) return error = "no such workload", false;
+  if (it == workloads_.end()) return error = "no such workload", false;
   KubeWorkload& w = it->second;
+  if (remove) {
+    if (w.draining_attempt) delete_attempt(name, w.draining_attempt);
+    delete_attempt(name, w.attempt);
+    workloads_.erase(it);
+    return true;
+  }
   if (w.phase == "Pending" || w.phase == "Running") {
-    delete_attempt(w);
     w.phase = "Stopped";
     w.events.push_back({"Stopped", std::time(nullptr), w.attempt, "stopped through the API"});
-  }
-  if (remove) {
-    delete_attempt(w);
-    w.deleted = true;
+    std::string ignored;
+    save(w, true, ignored);  // the pods get SIGTERM: the checkpoint signal, then the lead time
   }
   return true;
 }
@@ -112,14 +188,12 @@ std::optional<std::string> KubeTarget::logs(const std::string& name, int attempt
   {
     std::lock_guard lock(mutex_);
     auto it = workloads_.find(name);
-    if (it == workloads_.end() || it->second.deleted) return error = "no such workload", std::nullopt;
+    if (it == workloads_.end()) return error = "no such workload", std::nullopt;
     n = attempt > 0 ? attempt : it->second.attempt;
     if (n > it->second.attempt) return error = "attempt " + std::to_string(n) + " has not run", std::nullopt;
   }
-  const std::string ns = url_escape(config_.namespace_);
-  std::string selector = url_escape(std::string(kKubePrefix) + "workload=" + name + "," + std::string(kKubePrefix) +
-                                    "attempt=" + std::to_string(n));
-  KubeResponse pods = client_.request("GET", "/api/v1/namespaces/" + ns + "/pods?labelSelector=" + selector);
+  const std::string ns = url_escape(kube_.namespace_);
+  KubeResponse pods = client_.request("GET", "/api/v1/namespaces/" + ns + "/pods?labelSelector=" + attempt_selector(name, n));
   if (pods.status != 200) return error = "listing pods: " + status_message(pods), std::nullopt;
   Json list = parse(pods.body);
   json_t* items = json_object_get(list.get(), "items");
@@ -157,22 +231,54 @@ std::vector<KubeTarget::NodeView> KubeTarget::nodes(std::string& error) {
   return out;
 }
 
-void KubeTarget::reconcile(const std::string& name) {
+bool KubeTarget::recover(std::string& error) {
+  KubeResponse r = client_.request("GET", "/apis/batch/v1/namespaces/" + url_escape(kube_.namespace_) +
+                                              "/jobs?labelSelector=" + url_escape(label("workload")));
+  if (r.status != 200) return error = "listing SaFE's Jobs: " + status_message(r), false;
+  Json list = parse(r.body);
+  json_t* items = json_object_get(list.get(), "items");
+  // Per workload: every attempt that has a Job, and the record of the newest.
+  std::map<std::string, std::vector<int>> attempts;
+  std::map<std::string, KubeWorkload> found;
+  for (std::size_t i = 0; i < json_array_size(items); ++i) {
+    json_t* job = json_array_get(items, i);
+    std::string name = jstr(job, {"metadata", "labels", label("workload").c_str()});
+    int attempt = std::atoi(jstr(job, {"metadata", "labels", label("attempt").c_str()}).c_str());
+    if (name.empty() || attempt < 1) continue;
+    attempts[name].push_back(attempt);
+    std::string why;
+    auto w = parse_kube_workload_record(jstr(job, {"metadata", "annotations", std::string(kRecordAnnotation).c_str()}), why);
+    if (!w) {
+      std::fprintf(stderr, "safe-kube-bridge: Job %s: no usable SaFE record (%s); left alone\n",
+                   jstr(job, {"metadata", "name"}).c_str(), why.c_str());
+      continue;
+    }
+    int holder = w->draining_attempt ? w->draining_attempt : w->attempt;
+    auto it = found.find(name);
+    int held = it == found.end() ? 0 : (it->second.draining_attempt ? it->second.draining_attempt : it->second.attempt);
+    if (holder == attempt && holder > held) found[name] = std::move(*w);
+  }
   std::lock_guard lock(mutex_);
-  auto it = workloads_.find(name);
-  if (it == workloads_.end() || it->second.deleted) return;
-  KubeWorkload& w = it->second;
-  if (w.phase != "Pending" && w.phase != "Running") return;
-  const std::string ns = url_escape(config_.namespace_);
-  std::string selector = url_escape(std::string(kKubePrefix) + "workload=" + name + "," + std::string(kKubePrefix) +
-                                    "attempt=" + std::to_string(w.attempt));
-  KubeResponse pods = client_.request("GET", "/api/v1/namespaces/" + ns + "/pods?labelSelector=" + selector);
-  if (pods.status != 200) return;
+  for (auto& [name, w] : found) {
+    int holder = w.draining_attempt ? w.draining_attempt : w.attempt;
+    for (int a : attempts[name])
+      if (a < holder) delete_attempt(name, a);  // left over from a failover the bridge did not finish
+    workloads_.emplace(name, std::move(w));
+  }
+  std::fprintf(stderr, "safe-kube-bridge: %zu Kubernetes workload(s) recovered from their Jobs\n", found.size());
+  recovered_ = true;
+  return true;
+}
+
+std::vector<PodObservation> KubeTarget::observe_pods(const std::string& name, int attempt, std::string& nodes, bool& listed) {
+  std::vector<PodObservation> observed;
+  KubeResponse pods = client_.request("GET", "/api/v1/namespaces/" + url_escape(kube_.namespace_) +
+                                                 "/pods?labelSelector=" + attempt_selector(name, attempt));
+  listed = pods.status == 200;
+  if (!listed) return observed;
   Json list = parse(pods.body);
   json_t* items = json_object_get(list.get(), "items");
-  std::vector<PodObservation> observed;
-  std::map<std::string, std::pair<bool, bool>> node_state;  // name -> (not ready, marked)
-  std::string nodes;
+  std::map<std::string, NodeState> node_state;
   for (std::size_t i = 0; i < json_array_size(items); ++i) {
     json_t* p = json_array_get(items, i);
     PodObservation o;
@@ -183,67 +289,115 @@ void KubeTarget::reconcile(const std::string& name) {
     json_t* terminated = json_object_get(json_object_get(json_array_get(statuses, 0), "state"), "terminated");
     if (json_is_integer(json_object_get(terminated, "exitCode")))
       o.exit_code = static_cast<int>(json_integer_value(json_object_get(terminated, "exitCode")));
+    o.termination_reason = jstr(terminated, {"reason"});
+    o.finished_at = jstr(terminated, {"finishedAt"});
     json_t* conds = json_object_get(json_object_get(p, "status"), "conditions");
     for (std::size_t c = 0; c < json_array_size(conds); ++c)
       if (jstr(json_array_get(conds, c), {"type"}) == "DisruptionTarget" && jstr(json_array_get(conds, c), {"status"}) == "True")
-        o.disruption_target = true;
+        o.disruption = jstr(json_array_get(conds, c), {"reason"});
     if (!o.node.empty()) {
-      if (!node_state.count(o.node)) {
-        KubeResponse nr = client_.request("GET", "/api/v1/nodes/" + url_escape(o.node));
-        Json n = parse(nr.body);
-        bool not_ready = nr.status == 404;  // a node that is gone took its pods with it
-        json_t* nconds = json_object_get(json_object_get(n.get(), "status"), "conditions");
-        for (std::size_t c = 0; c < json_array_size(nconds); ++c)
-          if (jstr(json_array_get(nconds, c), {"type"}) == "Ready") not_ready = jstr(json_array_get(nconds, c), {"status"}) != "True";
-        bool marked = json_object_get(json_object_get(json_object_get(n.get(), "metadata"), "labels"), std::string(kUnhealthyKey).c_str());
-        json_t* taints = json_object_get(json_object_get(n.get(), "spec"), "taints");
-        for (std::size_t t = 0; t < json_array_size(taints); ++t) marked = marked || jstr(json_array_get(taints, t), {"key"}) == kUnhealthyKey;
-        node_state[o.node] = {not_ready, marked};
-      }
-      o.node_not_ready = node_state[o.node].first;
-      o.node_marked_unhealthy = node_state[o.node].second;
+      if (!node_state.count(o.node)) node_state[o.node] = observe_node(client_, o.node);
+      o.node_not_ready = node_state[o.node].not_ready;
+      o.node_mark = node_state[o.node].mark;
       nodes += (nodes.empty() ? "" : ",") + o.node;
     }
-    observed.push_back(o);
+    observed.push_back(std::move(o));
+  }
+  return observed;
+}
+
+void KubeTarget::fail_over(KubeWorkload& w, const KubeDecision& d, std::time_t now) {
+  std::string error;
+  if (d.classification.failure_class == FailureClass::node_fault) {
+    for (const auto& node : d.classification.bad_nodes) {
+      if (!mark_node_unhealthy(client_, node, "node_fault", false, error)) w.events.push_back({"Warning", now, w.attempt, error});
+      if (std::find(w.avoid_nodes.begin(), w.avoid_nodes.end(), node) == w.avoid_nodes.end()) w.avoid_nodes.push_back(node);
+    }
+  }
+  w.draining_attempt = w.attempt;
+  w.drain_deadline = now + lead_time(w);
+  w.attempt += 1;
+  w.phase = "Pending";
+  w.events.push_back({"Failover", now, w.attempt,
+                      d.message + "; attempt " + std::to_string(w.attempt) + " starts once the pods of attempt " +
+                          std::to_string(w.draining_attempt) + " have stopped (checkpoint signal, at most " +
+                          std::to_string(lead_time(w)) + " s)"});
+  save(w, true, error);
+  finish_failover(w, now);
+}
+
+void KubeTarget::finish_failover(KubeWorkload& w, std::time_t now) {
+  std::string nodes;
+  bool listed = false;
+  std::vector<PodObservation> old = observe_pods(w.spec.name, w.draining_attempt, nodes, listed);
+  if (!listed || (std::any_of(old.begin(), old.end(), active) && now < w.drain_deadline)) return;
+  int previous = w.draining_attempt;
+  w.draining_attempt = 0;
+  w.drain_deadline = 0;
+  std::string error;
+  if (!submit_attempt(w, error)) {
+    w.draining_attempt = previous;  // the record stays on the old Job
+    w.phase = "Failed";
+    w.events.push_back({"Failed", now, w.attempt, "recreating the Job failed: " + error});
+    save(w, false, error);
+    return;
+  }
+  delete_attempt(w.spec.name, previous);
+}
+
+void KubeTarget::reconcile(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  auto it = workloads_.find(name);
+  if (it == workloads_.end()) return;
+  KubeWorkload& w = it->second;
+  if (w.phase != "Pending" && w.phase != "Running") return;
+  std::time_t now = std::time(nullptr);
+  if (w.draining_attempt) return finish_failover(w, now);
+  std::string nodes;
+  bool listed = false;
+  std::vector<PodObservation> observed = observe_pods(name, w.attempt, nodes, listed);
+  if (!listed) return;
+  KubeResponse job = client_.request("GET", "/apis/batch/v1/namespaces/" + url_escape(kube_.namespace_) + "/jobs/" +
+                                                url_escape(kube_object_name(name, w.attempt)));
+  if (job.status != 200 && job.status != 404) return;
+  JobObservation job_seen;
+  job_seen.gone = job.status == 404;
+  Json job_object = parse(job.body);
+  json_t* conds = json_object_get(json_object_get(job_object.get(), "status"), "conditions");
+  for (std::size_t c = 0; c < json_array_size(conds); ++c) {
+    json_t* cond = json_array_get(conds, c);
+    if (jstr(cond, {"type"}) == "Failed" && jstr(cond, {"status"}) == "True" && jstr(cond, {"reason"}) == "DeadlineExceeded")
+      job_seen.deadline_exceeded = true;
   }
   w.nodes = nodes;
-  KubeDecision d = decide_kube_workload(observed, w.spec.nodes, w.attempt, w.settings.retries);
-  std::time_t now = std::time(nullptr);
+  KubeDecision d = decide_kube_attempt(observed, job_seen, w.spec.nodes, w.attempt, w.settings.retries, failover_);
   std::string error;
   switch (d.action) {
     case KubeAction::wait: {
-      bool running = false;
-      for (const auto& o : observed) running = running || o.phase == "Running";
-      if (running && w.phase != "Running") w.events.push_back({"Running", now, w.attempt, "pods running on " + nodes});
-      w.phase = running ? "Running" : "Pending";
+      bool running = std::any_of(observed.begin(), observed.end(), [](const auto& o) { return o.phase == "Running"; });
+      if (running && w.phase != "Running") {
+        w.phase = "Running";
+        w.events.push_back({"Running", now, w.attempt, "pods running on " + nodes});
+        save(w, false, error);
+      }
       break;
     }
     case KubeAction::succeeded:
       w.phase = "Succeeded";
       w.events.push_back({"Succeeded", now, w.attempt, d.message});
+      save(w, false, error);
       break;
-    case KubeAction::fail_user_error:
+    case KubeAction::fail:
+      // A faulty node is marked even when the workload is not retried; pods still running are
+      // stopped (checkpoint signal first).
+      if (d.classification.failure_class == FailureClass::node_fault)
+        for (const auto& node : d.classification.bad_nodes) mark_node_unhealthy(client_, node, "node_fault", false, error);
       w.phase = "Failed";
       w.events.push_back({"Failed", now, w.attempt, d.message});
-      break;
-    case KubeAction::fail_retries_exhausted:
-      mark_node_unhealthy(client_, d.bad_node, "node_fault", false, error);
-      delete_attempt(w);
-      w.phase = "Failed";
-      w.events.push_back({"Failed", now, w.attempt, d.message});
+      save(w, std::any_of(observed.begin(), observed.end(), active), error);
       break;
     case KubeAction::failover:
-      if (!mark_node_unhealthy(client_, d.bad_node, "node_fault", false, error))
-        w.events.push_back({"Warning", now, w.attempt, error});
-      delete_attempt(w);
-      w.avoid_nodes.push_back(d.bad_node);
-      w.attempt += 1;
-      w.phase = "Pending";
-      w.events.push_back({"Failover", now, w.attempt, d.message + "; attempt " + std::to_string(w.attempt)});
-      if (!submit_attempt(w, error)) {
-        w.phase = "Failed";
-        w.events.push_back({"Failed", now, w.attempt, "recreating the Job failed: " + error});
-      }
+      fail_over(w, d, now);
       break;
   }
 }
@@ -253,7 +407,7 @@ void KubeTarget::reconcile_all() {
   {
     std::lock_guard lock(mutex_);
     for (const auto& [n, w] : workloads_)
-      if (!w.deleted && (w.phase == "Pending" || w.phase == "Running")) names.push_back(n);
+      if (w.phase == "Pending" || w.phase == "Running") names.push_back(n);
   }
   for (const auto& n : names) reconcile(n);
 }
@@ -262,7 +416,7 @@ void KubeTarget::reconcile_all() {
 // version seen; after 410 Gone (the version was compacted away) list again.
 void KubeTarget::watch_loop(const std::string& collection, bool pods) {
   std::string rv;
-  std::string selector = pods ? "&labelSelector=" + url_escape(std::string(kKubePrefix) + "workload") : "";
+  std::string selector = pods ? "&labelSelector=" + url_escape(label("workload")) : "";
   auto last_resync = std::chrono::steady_clock::now();
   while (!stopping_) {
     if (rv.empty()) {
@@ -288,7 +442,7 @@ void KubeTarget::watch_loop(const std::string& collection, bool pods) {
                                      if (!v.empty()) rv = v;
                                      if (type == "BOOKMARK") return !stopping_;
                                      if (pods) {
-                                       std::string w = jstr(obj, {"metadata", "labels", (std::string(kKubePrefix) + "workload").c_str()});
+                                       std::string w = jstr(obj, {"metadata", "labels", label("workload").c_str()});
                                        if (!w.empty()) reconcile(w);
                                      } else {
                                        reconcile_all();
@@ -307,9 +461,28 @@ void KubeTarget::watch_loop(const std::string& collection, bool pods) {
 }
 
 void KubeTarget::start() {
-  const std::string ns = url_escape(config_.namespace_);
-  std::thread([this, ns] { watch_loop("/api/v1/namespaces/" + ns + "/pods", true); }).detach();
-  std::thread([this] { watch_loop("/api/v1/nodes", false); }).detach();
+  const std::string ns = url_escape(kube_.namespace_);
+  std::thread([this, ns] {
+    std::string error, last;
+    while (!stopping_ && !recover(error)) {
+      if (error != last) std::fprintf(stderr, "safe-kube-bridge: %s; retrying\n", error.c_str());
+      last = error;
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    std::thread([this, ns] { watch_loop("/api/v1/namespaces/" + ns + "/pods", true); }).detach();
+    std::thread([this] { watch_loop("/api/v1/nodes", false); }).detach();
+    // Failovers whose old pods never report back (a dead node) go on when the lead time is over.
+    while (!stopping_) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      std::vector<std::string> waiting;
+      {
+        std::lock_guard lock(mutex_);
+        for (const auto& [n, w] : workloads_)
+          if (w.draining_attempt && w.phase == "Pending" && std::time(nullptr) >= w.drain_deadline) waiting.push_back(n);
+      }
+      for (const auto& n : waiting) reconcile(n);
+    }
+  }).detach();
 }
 
 }  // namespace safe::bridge

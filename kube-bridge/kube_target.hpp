@@ -1,8 +1,11 @@
 // Workloads on Kubernetes: created as an Indexed Job + headless Service (kube_manifests), watched
 // (pods and nodes, resourceVersion, resumed after disconnects, relisted after 410 Gone) and
-// failed over by the decision table of common/kube_failover: a node fault taints the node and
-// recreates the Job without it (attempt + 1) while retries remain; a user error fails it.
-// Workload state is kept in memory: a restarted bridge does not know earlier Kubernetes workloads.
+// failed over by SaFE's failure classifier (kube_attempt -> common/failure_classification): a
+// retried failure suspends the attempt's Job (its pods get SIGTERM, which their entrypoint turns
+// into the checkpoint signal), taints a faulty node, and once the pods have stopped or the
+// signal's lead time is over, creates the next attempt without the node. The workloads' state
+// lives on the API server, in a record annotation on each workload's current Job
+// (kube_workload_record), so a restarted bridge rebuilds it (recover) and carries on.
 #pragma once
 
 #include <sys/types.h>
@@ -17,36 +20,17 @@
 
 #include "common/admission.hpp"
 #include "common/config.hpp"
+#include "kube-bridge/kube_attempt.hpp"
 #include "kube-bridge/kube_client.hpp"
-#include "kube-bridge/kube_node_mark.hpp"
+#include "kube-bridge/kube_workload_record.hpp"
 #include "kube-bridge/workload_spec.hpp"
 
 namespace safe::bridge {
 
-struct KubeEvent {
-  std::string type;  // Submitted, Running, Failover, Succeeded, Failed, Stopped
-  std::time_t time = 0;
-  int attempt = 1;
-  std::string message;
-};
-
-struct KubeWorkload {
-  WorkloadSpec spec;
-  JobSettings settings;
-  std::string user;
-  uid_t uid = 0;
-  int attempt = 1;
-  std::vector<std::string> avoid_nodes;
-  std::string phase = "Pending";
-  std::string nodes;  // where the current attempt's pods run
-  std::time_t submit_time = 0;
-  std::vector<KubeEvent> events;
-  bool deleted = false;
-};
-
 class KubeTarget {
  public:
-  KubeTarget(KubernetesConfig config, KubeClient& client) : config_(std::move(config)), client_(client) {}
+  // Uses the config's kube_bridge.kubernetes, failover and checkpoint sections.
+  KubeTarget(const SafeConfig& config, KubeClient& client);
   ~KubeTarget();
 
   // nullopt on success, else {HTTP status, message}.
@@ -65,7 +49,13 @@ class KubeTarget {
   };
   std::vector<NodeView> nodes(std::string& error);
 
-  // Starts the watch threads (pods, nodes); they resume after disconnects until destruction.
+  // Rebuilds the workloads from the records on SaFE's Jobs in the namespace (after a restart);
+  // Jobs of attempts a record has moved past are deleted. Returns false, with `error`, when the
+  // Jobs cannot be listed. Until it has succeeded, create() answers 503.
+  bool recover(std::string& error);
+  bool recovered() const { return recovered_; }
+  // Starts the threads: recovery (retried until it works), then the watches (pods, nodes), which
+  // resume after disconnects, and a one-second tick for failovers waiting on their lead time.
   void start();
   void reconcile(const std::string& name);
   void reconcile_all();
@@ -73,13 +63,22 @@ class KubeTarget {
 
  private:
   void watch_loop(const std::string& collection, bool pods);
+  std::vector<PodObservation> observe_pods(const std::string& name, int attempt, std::string& nodes, bool& listed);
   bool submit_attempt(KubeWorkload& w, std::string& error);
-  void delete_attempt(const KubeWorkload& w);
+  void delete_attempt(const std::string& name, int attempt);
+  // Merge-patches the record onto the Job that holds it; `suspend` also stops the Job's pods.
+  bool save(const KubeWorkload& w, bool suspend, std::string& error);
+  void fail_over(KubeWorkload& w, const KubeDecision& d, std::time_t now);
+  void finish_failover(KubeWorkload& w, std::time_t now);
+  int lead_time(const KubeWorkload& w) const;
 
-  KubernetesConfig config_;
+  KubernetesConfig kube_;
+  FailoverConfig failover_;
+  CheckpointConfig checkpoint_;
   KubeClient& client_;
   std::mutex mutex_;
   std::map<std::string, KubeWorkload> workloads_;
+  std::atomic<bool> recovered_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<long long> watch_restarts_{0};
 };

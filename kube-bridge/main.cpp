@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     kube_client = std::make_unique<safe::bridge::CurlKubeClient>(*connection.connection);
-    kube = std::make_unique<safe::bridge::KubeTarget>(kc, *kube_client);
+    kube = std::make_unique<safe::bridge::KubeTarget>(*loaded.config, *kube_client);
     kube->start();
     api.set_kube_target(kube.get());
     std::fprintf(stderr, "safe-kube-bridge: Kubernetes target on %s, namespace %s\n", connection.connection->server.c_str(),

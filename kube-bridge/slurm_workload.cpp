@@ -3,17 +3,9 @@
 #include <charconv>
 
 #include "kube-bridge/json_value.hpp"
+#include "kube-bridge/shell_quote.hpp"
 
 namespace safe::bridge {
-namespace {
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-}  // namespace
 
 std::vector<std::string> spank_env_for(const SafeOptions& options) {
   std::vector<std::string> out;

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <regex>
 
+#include "common/signal_name.hpp"
 #include "kube-bridge/json_value.hpp"
 
 namespace safe::bridge {
@@ -276,6 +277,48 @@ SpecParse parse_workload_spec(std::string_view body) {
   read_fields(reader, root.get(), spec, out);
   if (out.errors.empty()) out.spec = std::move(spec);
   return out;
+}
+
+std::string workload_spec_json(const WorkloadSpec& spec) {
+  Json j = json_take(json_object());
+  json_t* o = j.get();
+  json_set(o, "name", json_str(spec.name));
+  json_set(o, "target", json_str(to_string(spec.target)));
+  if (!spec.image.empty()) json_set(o, "image", json_str(spec.image));
+  if (!spec.command.empty()) {
+    json_t* command = json_array();
+    for (const auto& a : spec.command) json_array_append_new(command, json_str(a));
+    json_set(o, "command", command);
+  } else {
+    json_set(o, "script", json_str(spec.script));
+  }
+  json_set(o, "nodes", json_integer(spec.nodes));
+  json_set(o, "gpusPerNode", json_integer(spec.gpus_per_node));
+  json_set(o, "cpusPerTask", json_integer(spec.cpus_per_task));
+  if (spec.memory_mb > 0) json_set(o, "memory", json_integer(spec.memory_mb));
+  if (spec.time_limit_minutes > 0) json_set(o, "timeLimit", json_integer(spec.time_limit_minutes));
+  const SafeOptions& opt = spec.options;
+  if (opt.workspace) json_set(o, "workspace", json_str(*opt.workspace));
+  if (opt.retries) json_set(o, "retries", json_integer(*opt.retries));
+  if (opt.health) json_set(o, "health", json_str(opt.value_text(SafeOption::health)));
+  if (opt.hang_timeout) json_set(o, "hangTimeout", json_integer(*opt.hang_timeout));
+  if (opt.ckpt_dir || opt.ckpt_signal) {
+    json_t* c = json_object();
+    if (opt.ckpt_dir) json_set(c, "dir", json_str(*opt.ckpt_dir));
+    if (opt.ckpt_signal) json_set(c, "signal", json_str(signal_name(opt.ckpt_signal->signo)));
+    if (spec.checkpoint_grace_seconds) json_set(c, "graceSeconds", json_integer(*spec.checkpoint_grace_seconds));
+    json_set(o, "checkpoint", c);
+  }
+  json_t* env = json_object();
+  for (const auto& [k, v] : spec.env) json_set(env, k.c_str(), json_str(v));
+  json_set(o, "env", env);
+  json_t* excluded = json_array();
+  for (const auto& n : spec.excluded_nodes) json_array_append_new(excluded, json_str(n));
+  json_set(o, "excludedNodes", excluded);
+  json_t* labels = json_object();
+  for (const auto& [k, v] : spec.labels) json_set(labels, k.c_str(), json_str(v));
+  json_set(o, "labels", labels);
+  return json_text(o);
 }
 
 }  // namespace safe::bridge

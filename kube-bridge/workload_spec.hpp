@@ -33,6 +33,7 @@ struct WorkloadSpec {
   std::vector<std::pair<std::string, std::string>> env;
   std::vector<std::string> excluded_nodes;
   std::map<std::string, std::string> labels;
+  bool operator==(const WorkloadSpec&) const = default;
 };
 
 struct FieldError {
@@ -48,6 +49,9 @@ struct SpecParse {
 };
 
 SpecParse parse_workload_spec(std::string_view body);
+
+// The spec as the API takes it: parse_workload_spec(workload_spec_json(s)) gives `s` back.
+std::string workload_spec_json(const WorkloadSpec& spec);
 
 // Limits of the spec, documented in docs/rest-api.md and the OpenAPI file.
 constexpr int kMaxNodes = 1024;

@@ -2,8 +2,13 @@
 # bridge_kube.sh DIR: the bridge's Kubernetes target against the Kubernetes API double
 # (tests/kube/kube_api_double.py; no real API server can run here), with a second bridge started
 # for it beside the cluster at DIR: create -> Running -> Succeeded; a node fault fails over
-# (node tainted, Job recreated without it, attempt 2); a user error fails without retry; retries
-# exhausted; the watches survive dropped connections and a compacted history (410 Gone).
+# (node tainted, the old attempt's pods stopped with the checkpoint signal's grace period first,
+# Job recreated without the node, attempt 2); an infrastructure exit code is retried without
+# blaming a node; a user error fails without retry; retries exhausted; an eviction
+# (DisruptionTarget) fails over, a preemption does not; the Job's deadline ends it as timeout;
+# the watches survive dropped connections and a compacted history (410 Gone); a restarted bridge
+# still has every workload (rebuilt from the records on their Jobs), finishes a failover it had
+# begun and fails over after the restart.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -52,10 +57,21 @@ kube_bridge:
     gpu_resource: amd.com/gpu
     checkpoint_host_path: /data/ckpt
 EOY
-"$bin/safe-kube-bridge" --config "$work/safe.yaml" --listen 127.0.0.1:0 --work-dir /tmp 2>"$work/bridge.log" &
-pids+=($!)
-wait_for "grep -q 'listening on' $work/bridge.log" 10 "cat $work/bridge.log"
-URL=$(sed -n 's|.*listening on \(http://[0-9.]*:[0-9]*\).*|\1|p' "$work/bridge.log")
+nbridge=0
+start_bridge() {  # a bridge on a free port, logging to LOG; URL is where it listens
+    nbridge=$((nbridge + 1))
+    LOG=$work/bridge$nbridge.log
+    "$bin/safe-kube-bridge" --config "$work/safe.yaml" --listen 127.0.0.1:0 --work-dir /tmp 2>"$LOG" &
+    bridge_pid=$!
+    pids+=("$bridge_pid")
+    wait_for "grep -q 'listening on' $LOG && grep -q 'recovered from their Jobs' $LOG" 15 "cat $LOG"
+    URL=$(sed -n 's|.*listening on \(http://[0-9.]*:[0-9]*\).*|\1|p' "$LOG")
+}
+stop_bridge() {
+    kill "$bridge_pid"
+    wait "$bridge_pid" 2>/dev/null || true
+}
+start_bridge
 
 api() {  # api METHOD PATH [BODY] -> "STATUS BODY"; authenticated as root with munge
     local out
@@ -69,7 +85,7 @@ expect() {  # expect STATUS METHOD PATH [BODY] -> body
     local status=$1 out
     shift
     out=$(api "$@")
-    [[ ${out%% *} == "$status" ]] || fail "$1 $2: expected HTTP $status, got: $out"$'\n'"$(tail -5 "$work/bridge.log")"
+    [[ ${out%% *} == "$status" ]] || fail "$1 $2: expected HTTP $status, got: $out"$'\n'"$(tail -5 "$LOG")"
     printf '%s' "${out#* }"
 }
 phase() { expect 200 GET "/api/v1/workloads/$1" | jq -r .phase; }
@@ -87,32 +103,57 @@ assert_eq "Indexed 2 2 0" "$(jq -r '"\(.spec.completionMode) \(.spec.completions
 assert_contains "$job" '{"name":"SAFE_WORKSPACE","value":"ml"}'
 assert_contains "$job" '"hostPath":{"path":"/data/ckpt","type":"DirectoryOrCreate"}'
 assert_eq None "$(objects Service | jq -r '.[] | select(.metadata.name == "k1-a1") | .spec.clusterIP')" "headless Service"
-wait_for "[[ \$(phase kube-k1) == Running ]]" 10 "tail -5 $work/bridge.log"
+# The entrypoint in front of the command; the checkpoint signal's lead time as the grace period.
+assert_eq '/bin/sh safe-entrypoint python train.py' "$(jq -r '.spec.template.spec.containers[0].command | [.[0], .[3], .[4], .[5]] | join(" ")' <<<"$job")" "command"
+lead=$(jq -r '.spec.template.spec.containers[0].env[] | select(.name == "SAFE_CKPT_SIGNAL") | .value | sub(".*@"; "")' <<<"$job")
+assert_eq "$lead" "$(jq -r .spec.template.spec.terminationGracePeriodSeconds <<<"$job")" "terminationGracePeriodSeconds"
+assert_eq '"k1"' "$(jq -c '.metadata.annotations["safe-for-slurm.io/record"] | fromjson | .spec.name' <<<"$job")" "record on the Job"
+wait_for "[[ \$(phase kube-k1) == Running ]]" 10 "tail -5 $LOG"
 double "pods/team/$(pod_of k1-a1 0)" '{"phase":"Succeeded","exitCode":0,"log":"hello from rank 0\n"}'
 double "pods/team/$(pod_of k1-a1 1)" '{"phase":"Succeeded","exitCode":0}'
-wait_for "[[ \$(phase kube-k1) == Succeeded ]]" 10 "tail -5 $work/bridge.log"
+wait_for "[[ \$(phase kube-k1) == Succeeded ]]" 10 "tail -5 $LOG"
 assert_eq "hello from rank 0" "$(expect 200 GET /api/v1/workloads/kube-k1/logs)" "logs"
 
-# Node fault: the node goes NotReady -> taint, Job recreated without it, attempt 2.
-expect 201 POST /api/v1/workloads '{"name":"k2","target":"kubernetes","image":"i","script":"train","nodes":2,"retries":1}' >/dev/null
+# Node fault: the node goes NotReady -> taint; the attempt's Job is suspended, so its pods get
+# SIGTERM (the entrypoint's cue for the checkpoint signal) with the lead time as grace period; the
+# pod on the healthy node stops, the one on the dead node never confirms, so attempt 2 (without
+# the node) starts when the lead time is over; then the old Job is deleted with its pods.
+expect 201 POST /api/v1/workloads '{"name":"k2","target":"kubernetes","image":"i","script":"train","nodes":2,"retries":1,
+    "checkpoint":{"dir":"/ckpt/k2","signal":"USR1","graceSeconds":3}}' >/dev/null
 wait_for "[[ \$(phase kube-k2) == Running ]]" 10
 bad=$(node_of "$(pod_of k2-a1 1)")
+good_pod=$(pod_of k2-a1 0) bad_pod=$(pod_of k2-a1 1)
 double "nodes/$bad" '{"ready":false}'
-wait_for "[[ \$(expect 200 GET /api/v1/workloads/kube-k2 | jq .attempt) == 2 ]]" 10 "tail -5 $work/bridge.log"
+wait_for "[[ \$(expect 200 GET /api/v1/workloads/kube-k2 | jq .attempt) == 2 ]]" 10 "tail -5 $LOG"
 node=$(objects Node | jq -c --arg n "$bad" '.[] | select(.metadata.name == $n)')
 assert_contains "$node" '"taints":[{"key":"safe-for-slurm.io/unhealthy","value":"node_fault","effect":"NoSchedule"}]'
-assert_eq "" "$(objects Job | jq -r '.[] | select(.metadata.name == "k2-a1") | .metadata.name')" "old Job deleted"
+wait_for "objects Job | jq -e '.[] | select(.metadata.name == \"k2-a2\")'" 10 "tail -5 $LOG"
+deletions=$(curl -sS -X POST "$KUBE/_double/deletions")
+for p in "$good_pod" "$bad_pod"; do
+    assert_eq "job-controller 3 3" "$(jq -r --arg p "$p" '.[] | select(.name == $p) | "\(.by) \(.gracePeriodSeconds) \(.terminationGracePeriodSeconds)"' <<<"$deletions" | head -1)" "deletion of $p"
+done
+assert_eq "Background" "$(jq -r '.[] | select(.kind == "Job" and .name == "k2-a1") | .propagationPolicy' <<<"$deletions")" "old Job's propagationPolicy"
+history=$(curl -sS -X POST "$KUBE/_double/history")
+rv() { jq -r --arg k "$1" --arg t "$2" --arg n "$3" '[.[] | select(.kind == $k and .type == $t and .name == $n) | .rv] | first // 0' <<<"$history"; }
+created=$(rv Job ADDED k2-a2)
+(($(rv Pod DELETED "$good_pod") > 0 && $(rv Pod DELETED "$good_pod") < created)) ||
+    fail "attempt 2 was created before the pod on the healthy node had stopped"
+(($(rv Pod DELETED "$bad_pod") == 0)) || fail "the pod on the NotReady node was removed without its kubelet"
+[[ $(objects Pod | jq -r --arg p "$bad_pod" '.[] | select(.metadata.name == $p) | .metadata.deletionGracePeriodSeconds') == 3 ]] ||
+    fail "the pod on the NotReady node is not Terminating with a grace period of 3 s"
+wait_for "[[ -z \$(objects Job | jq -r '.[] | select(.metadata.name == \"k2-a1\") | .metadata.name') ]]" 10 "echo old Job still there"
 assert_contains "$(objects Job | jq -c '.[] | select(.metadata.name == "k2-a2")')" "{\"key\":\"kubernetes.io/hostname\",\"operator\":\"NotIn\",\"values\":[\"$bad\"]}"
 for i in 0 1; do
     [[ $(node_of "$(pod_of k2-a2 $i)") != "$bad" ]] || fail "attempt 2 landed on the bad node $bad"
 done
 events=$(expect 200 GET /api/v1/workloads/kube-k2/events)
-assert_contains "$events" "node_fault: node $bad is NotReady; recreating without it"
+assert_contains "$events" "node_fault (node fault during the job): $bad NotReady (pod $bad_pod)"
 # Retries exhausted: another node fault on attempt 2 fails the workload.
 bad2=$(node_of "$(pod_of k2-a2 0)")
 double "nodes/$bad2" '{"ready":false}'
-wait_for "[[ \$(phase kube-k2) == Failed ]]" 10 "tail -5 $work/bridge.log"
-assert_contains "$(expect 200 GET /api/v1/workloads/kube-k2/events)" "retries exhausted (1)"
+wait_for "[[ \$(phase kube-k2) == Failed ]]" 10 "tail -5 $LOG"
+assert_contains "$(expect 200 GET /api/v1/workloads/kube-k2/events)" "not retried: retries exhausted (1/1)"
+assert_eq true "$(objects Job | jq -r '.[] | select(.metadata.name == "k2-a2") | .spec.suspend')" "the last attempt's Job suspended (its pods stopped)"
 double "nodes/$bad" '{"ready":true}'
 double "nodes/$bad2" '{"ready":true}'
 
@@ -124,7 +165,21 @@ wait_for "[[ \$(phase kube-k3) == Running ]]" 10
 double "pods/team/$(pod_of k3-a1 0)" '{"phase":"Failed","exitCode":3}'
 wait_for "[[ \$(phase kube-k3) == Failed ]]" 10
 assert_eq 1 "$(expect 200 GET /api/v1/workloads/kube-k3 | jq .attempt)" "attempts after a user error"
-assert_contains "$(expect 200 GET /api/v1/workloads/kube-k3/events)" "user_error: pod"
+assert_contains "$(expect 200 GET /api/v1/workloads/kube-k3/events)" "user_error (failed on healthy nodes): exit code 3, no node fault seen; not retried"
+
+# An infrastructure exit code (failover.infra_exit_codes: 75) is retried, without blaming the node.
+expect 201 POST /api/v1/workloads '{"name":"k8","target":"kubernetes","image":"i","script":"x","nodes":1,"retries":1,
+    "checkpoint":{"signal":"USR1","graceSeconds":1}}' >/dev/null
+wait_for "[[ \$(phase kube-k8) == Running ]]" 10
+node8=$(node_of "$(pod_of k8-a1 0)")
+double "pods/team/$(pod_of k8-a1 0)" '{"phase":"Failed","exitCode":75}'
+wait_for "[[ \$(expect 200 GET /api/v1/workloads/kube-k8 | jq .attempt) == 2 ]]" 10 "tail -5 $LOG"
+assert_contains "$(expect 200 GET /api/v1/workloads/kube-k8/events)" "infra_transient (exit code configured as infrastructure): exit code 75"
+assert_eq null "$(objects Node | jq -c --arg n "$node8" '.[] | select(.metadata.name == $n) | .metadata.labels["safe-for-slurm.io/unhealthy"]')" "no node blamed"
+assert_eq "" "$(expect 200 GET /api/v1/workloads/kube-k8 | jq -r .excludedNodes)" "no node excluded"
+wait_for "[[ -n \$(pod_of k8-a2 0) ]]" 10 "tail -5 $LOG"
+double "pods/team/$(pod_of k8-a2 0)" '{"phase":"Succeeded","exitCode":0}'
+wait_for "[[ \$(phase kube-k8) == Succeeded ]]" 10 "tail -5 $LOG"
 
 # Watch reconnect: dropped connections, then a compacted history (410 Gone -> relist).
 expect 201 POST /api/v1/workloads '{"name":"k4","target":"kubernetes","image":"i","script":"x","nodes":1}' >/dev/null
@@ -135,17 +190,92 @@ double compact
 double drop-watches
 sleep 1
 double "pods/team/$(pod_of k4-a1 0)" '{"phase":"Succeeded","exitCode":0}'
-wait_for "[[ \$(phase kube-k4) == Succeeded ]]" 10 "tail -5 $work/bridge.log"
+wait_for "[[ \$(phase kube-k4) == Succeeded ]]" 10 "tail -5 $LOG"
 
 # Listing, filters, nodes, stop, and a duplicate name.
-assert_eq "kube-k1 kube-k2 kube-k3 kube-k4" "$(expect 200 GET '/api/v1/workloads?target=kubernetes' | jq -r '[.items[].id] | join(" ")')" "kube list"
+assert_eq "kube-k1 kube-k2 kube-k3 kube-k4 kube-k8" "$(expect 200 GET '/api/v1/workloads?target=kubernetes' | jq -r '[.items[].id] | join(" ")')" "kube list"
 assert_eq "kube-k2 kube-k3" "$(expect 200 GET '/api/v1/workloads?target=kubernetes&state=Failed' | jq -r '[.items[].id] | join(" ")')" "failed"
 assert_contains "$(expect 200 GET /api/v1/nodes | jq -c '[.items[] | select(.target == "kubernetes") | .name]')" '"k1","k2","k3"'
 expect 409 POST /api/v1/workloads '{"name":"k4","target":"kubernetes","image":"i","script":"x"}' >/dev/null
 expect 201 POST /api/v1/workloads '{"name":"k5","target":"kubernetes","image":"i","script":"x"}' >/dev/null
 expect 202 POST /api/v1/workloads/kube-k5/stop >/dev/null
 assert_eq Stopped "$(phase kube-k5)" "stopped"
-assert_eq "" "$(objects Job | jq -r '.[] | select(.metadata.name == "k5-a1") | .metadata.name')" "stopped Job deleted"
+assert_eq true "$(objects Job | jq -r '.[] | select(.metadata.name == "k5-a1") | .spec.suspend')" "stopped Job suspended"
+wait_for "[[ -z \$(pod_of k5-a1 0) ]]" 10 "echo the stopped workload's pod is still there"
+
+# DisruptionTarget on a pod: the scheduler's preemption is a preemption, as on Slurm (not in the
+# default retry classes); an eviction takes the node away (node_fault, failover without it).
+expect 201 POST /api/v1/workloads '{"name":"k12","target":"kubernetes","image":"i","script":"x","nodes":1,"retries":1}' >/dev/null
+wait_for "[[ \$(phase kube-k12) == Running ]]" 10
+double "pods/team/$(pod_of k12-a1 0)" '{"phase":"Failed","exitCode":143,"conditions":[{"type":"DisruptionTarget","status":"True","reason":"PreemptionByScheduler"}]}'
+wait_for "[[ \$(phase kube-k12) == Failed ]]" 10 "tail -5 $LOG"
+assert_contains "$(expect 200 GET /api/v1/workloads/kube-k12/events)" "preempted (preempted by the scheduler): job state PREEMPTED; not retried: preempted is not in failover.retry_classes"
+expect 201 POST /api/v1/workloads '{"name":"k11","target":"kubernetes","image":"i","script":"x","nodes":1,"retries":1,
+    "checkpoint":{"signal":"USR1","graceSeconds":1}}' >/dev/null
+wait_for "[[ \$(phase kube-k11) == Running ]]" 10
+pod11=$(pod_of k11-a1 0) node11=$(node_of "$(pod_of k11-a1 0)")
+double "pods/team/$pod11" '{"phase":"Running","conditions":[{"type":"DisruptionTarget","status":"True","reason":"EvictionByEvictionAPI"}]}'
+wait_for "[[ \$(expect 200 GET /api/v1/workloads/kube-k11 | jq .attempt) == 2 ]]" 10 "tail -5 $LOG"
+assert_contains "$(expect 200 GET /api/v1/workloads/kube-k11/events)" "node_fault (node fault during the job): $node11 pod $pod11 DisruptionTarget (EvictionByEvictionAPI)"
+assert_eq "$node11" "$(expect 200 GET /api/v1/workloads/kube-k11 | jq -r .excludedNodes)" "k11 excludes the evicted pod's node"
+wait_for "[[ -n \$(pod_of k11-a2 0) ]]" 10 "tail -5 $LOG"
+double "pods/team/$(pod_of k11-a2 0)" '{"phase":"Succeeded","exitCode":0}'
+wait_for "[[ \$(phase kube-k11) == Succeeded ]]" 10 "tail -5 $LOG"
+"$bin/safe-kube-node" clear "$node11" --kubeconfig "$work/kubeconfig" >/dev/null
+
+# The Job's deadline (timeLimit -> activeDeadlineSeconds) passes: the Job controller stops the
+# pods (gracefully: the checkpoint signal) and the workload ends as timeout, not retried.
+expect 201 POST /api/v1/workloads '{"name":"k10","target":"kubernetes","image":"i","script":"x","nodes":1,"retries":2,
+    "timeLimit":1,"checkpoint":{"signal":"USR1","graceSeconds":1}}' >/dev/null
+wait_for "[[ \$(phase kube-k10) == Running ]]" 10
+pod10=$(pod_of k10-a1 0)
+double "jobs/team/k10-a1" '{"deadlineExceeded":true}'
+wait_for "[[ \$(phase kube-k10) == Failed ]]" 10 "tail -5 $LOG"
+assert_contains "$(expect 200 GET /api/v1/workloads/kube-k10/events)" "timeout (reached its time limit): job state TIMEOUT; not retried"
+assert_eq "job-controller 1" "$(curl -sS -X POST "$KUBE/_double/deletions" | jq -r --arg p "$pod10" '.[] | select(.name == $p) | "\(.by) \(.gracePeriodSeconds)"' | head -1)" "deadline stop"
+assert_eq 1 "$(expect 200 GET /api/v1/workloads/kube-k10 | jq .attempt)" "attempts after a timeout"
+
+# A restarted bridge has every workload back from the records on their Jobs, finishes a failover
+# it had begun (the old pod is stuck on a NotReady node) and fails over after the restart.
+for n in k1 k2 k3; do "$bin/safe-kube-node" clear "$n" --kubeconfig "$work/kubeconfig" >/dev/null; done
+for n in k1 k2 k3; do double "nodes/$n" '{"ready":true}'; done
+expect 201 POST /api/v1/workloads '{"name":"k7","target":"kubernetes","image":"i","script":"x","nodes":2,"retries":2,
+    "checkpoint":{"signal":"USR1","graceSeconds":8}}' >/dev/null
+expect 201 POST /api/v1/workloads '{"name":"k9","target":"kubernetes","image":"i","script":"x","nodes":1,"retries":1,
+    "checkpoint":{"signal":"USR1","graceSeconds":2}}' >/dev/null
+wait_for "[[ \$(phase kube-k7) == Running && \$(phase kube-k9) == Running ]]" 10
+bad7=$(node_of "$(pod_of k7-a1 0)")
+[[ $bad7 != "$(node_of "$(pod_of k9-a1 0)")" ]] || bad7=$(node_of "$(pod_of k7-a1 1)")
+double "nodes/$bad7" '{"ready":false}'
+wait_for "[[ \$(expect 200 GET /api/v1/workloads/kube-k7 | jq .attempt) == 2 ]]" 10 "tail -5 $LOG"
+# k7's phase may move on once its lead time is over, so it is compared without it.
+view() { expect 200 GET '/api/v1/workloads?target=kubernetes' | jq -S '[.items[] | del(.nodes) | if .id == "kube-k7" then del(.phase) else . end]'; }
+kube_events() { for w in k1 k2 k3 k4 k5 k8 k9 k10; do expect 200 GET "/api/v1/workloads/kube-$w/events"; done; }
+before=$(view) events_before=$(kube_events)
+stop_bridge  # while attempt 2 of k7 waits for the lead time
+assert_eq "" "$(objects Job | jq -r '.[] | select(.metadata.name == "k7-a2") | .metadata.name')" "attempt 2 not created yet"
+start_bridge
+assert_eq "$before" "$(view)" "workloads after the restart"
+assert_eq "$events_before" "$(kube_events)" "events after the restart"
+assert_contains "$(expect 200 GET /api/v1/workloads/kube-k7/events)" "node_fault (node fault during the job): $bad7 NotReady"
+wait_for "objects Job | jq -e '.[] | select(.metadata.name == \"k7-a2\")'" 15 "tail -5 $LOG"
+wait_for "[[ \$(phase kube-k7) == Running ]]" 10 "tail -5 $LOG"
+double "nodes/$bad7" '{"ready":true}'
+# A node fault after the restart still fails over.
+bad9=$(node_of "$(pod_of k9-a1 0)")
+double "nodes/$bad9" '{"ready":false}'
+wait_for "[[ \$(expect 200 GET /api/v1/workloads/kube-k9 | jq .attempt) == 2 ]]" 10 "tail -5 $LOG"
+events=$(expect 200 GET /api/v1/workloads/kube-k9/events)
+assert_contains "$events" "node_fault (node fault during the job): "
+assert_contains "$events" "$bad9 NotReady (pod $(pod_of k9-a1 0))"
+double "nodes/$bad9" '{"ready":true}'
+# Deleting a workload deletes its Jobs: a restarted bridge no longer has it.
+expect 200 DELETE /api/v1/workloads/kube-k5 >/dev/null
+stop_bridge
+start_bridge
+expect 404 GET /api/v1/workloads/kube-k5 >/dev/null
+assert_eq Succeeded "$(phase kube-k1)" "k1 after a second restart"
+for w in k7 k9; do expect 202 POST "/api/v1/workloads/kube-$w/stop" >/dev/null; done
 
 # The health agent's call: safe-kube-node marks and clears a node; SaFE's Jobs avoid marked nodes.
 for n in k1 k2 k3; do "$bin/safe-kube-node" clear "$n" --kubeconfig "$work/kubeconfig" >/dev/null; done

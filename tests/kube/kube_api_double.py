@@ -4,16 +4,28 @@
 It speaks real HTTP/1.1 with the status codes, Status objects, resourceVersion semantics, watch
 streams (?watch=1, JSON lines, 410 Gone for compacted versions, ERROR events) and equality label
 selectors of the real API, for the resources the bridge uses: batch/v1 Jobs, v1 Services, Pods
-(and pods/log) in namespaces, and Nodes (GET, merge-patch). Instead of a scheduler and kubelets it
-plays them crudely: a created Job gets `completions` pods placed on Ready nodes that its required
-node affinity allows (NotIn, DoesNotExist), Running at once. Tests drive everything else through
-/_double/ endpoints: pod phase and exit code, node readiness (which, like the node lifecycle
-controller, marks that node's pods not Ready), dropping open watches, compacting history.
+(and pods/log) in namespaces, and Nodes (GET, merge-patch). Deletion follows the real rules:
+DeleteOptions (body or query) with propagationPolicy (a batch/v1 Job orphans its pods unless
+told Background or Foreground) and gracePeriodSeconds; a pod bound to a node is deleted
+gracefully (deletionTimestamp, deletionGracePeriodSeconds, 202, MODIFIED) with its
+terminationGracePeriodSeconds unless the options say otherwise, and is removed once its kubelet
+confirms; a Foreground deletion keeps the Job (finalizer foregroundDeletion) until its pods are
+gone. Suspending a Job (spec.suspend: true) deletes its active pods gracefully, as the Job
+controller does. Instead of a scheduler and kubelets it plays them crudely: a created Job gets
+`completions` pods placed on Ready nodes that its required node affinity allows (NotIn,
+DoesNotExist), Running at once; a kubelet stops a terminating pod's container after
+--kubelet-stop-seconds (at most its grace period) if its node is Ready, and not while the node is
+NotReady (the pod stays Terminating, as on a real cluster, until the node is back). Tests drive
+the rest through /_double/ endpoints: pod phase, exit code and conditions, node readiness (which,
+like the node lifecycle controller, marks that node's pods not Ready), a Job's deadline passing
+(condition Failed/DeadlineExceeded, its running pods deleted gracefully), dropping open watches,
+compacting history, and reading every deletion and the full change history.
 
-Usage: kube_api_double.py --port-file FILE [--nodes k1,k2,k3] [--token TOKEN]
+Usage: kube_api_double.py --port-file FILE [--nodes k1,k2,k3] [--token TOKEN] [--kubelet-stop-seconds S]
 """
 import argparse
 import json
+import sys
 import threading
 import time
 import uuid
@@ -23,8 +35,11 @@ from urllib.parse import parse_qs, urlparse
 LOCK = threading.Condition()
 STORE = {}        # (kind, namespace, name) -> object
 EVENTS = []       # (rv, kind, namespace, type, object)
+HISTORY = []      # {"rv", "kind", "type", "name"} for every change, never compacted (/_double/history)
+DELETIONS = []    # every DELETE and Job-controller deletion with its effective options (/_double/deletions)
 STATE = {"rv": 100, "oldest": 0, "generation": 0}
 TOKEN = None
+KUBELET_STOP_SECONDS = 0.3
 
 COLLECTIONS = {  # path pattern parts -> kind
     ("apis", "batch", "v1", "jobs"): "Job",
@@ -42,6 +57,7 @@ def bump(kind, ns, etype, obj):
     STATE["rv"] += 1
     obj["metadata"]["resourceVersion"] = str(STATE["rv"])
     EVENTS.append((STATE["rv"], kind, ns, etype, json.loads(json.dumps(obj))))
+    HISTORY.append({"rv": STATE["rv"], "kind": kind, "type": etype, "name": obj["metadata"]["name"]})
     LOCK.notify_all()
 
 
@@ -126,14 +142,108 @@ def start_job_pods(job):
         bump("Pod", ns, "ADDED", pod)
 
 
-def delete_object(kind, ns, name):
+def remove_object(kind, ns, name):
+    """The object leaves the store (the end of any deletion); the caller holds LOCK."""
     obj = STORE.pop((kind, ns, name))
     bump(kind, ns, "DELETED", obj)
-    if kind == "Job":  # background propagation: the Job's pods go too
-        for (k, pns, pname), pod in list(STORE.items()):
-            if k == "Pod" and pns == ns and pod["metadata"]["labels"].get("batch.kubernetes.io/job-name") == name:
-                delete_object("Pod", pns, pname)
     return obj
+
+
+def pods_of_job(ns, job_name):
+    return [(pns, pname) for (k, pns, pname), pod in list(STORE.items())
+            if k == "Pod" and pns == ns and pod["metadata"]["labels"].get("batch.kubernetes.io/job-name") == job_name]
+
+
+def kubelet_stops(ns, name):
+    """The kubelet has stopped the pod's container and confirms the deletion."""
+    with LOCK:
+        pod = STORE.get(("Pod", ns, name))
+        if pod is None or "deletionTimestamp" not in pod["metadata"]:
+            return
+        node = STORE.get(("Node", None, pod["spec"].get("nodeName")))
+        if node is None or not node_ready(node):
+            return  # no kubelet to confirm: the pod stays Terminating
+        remove_object("Pod", ns, name)
+        finish_foreground_jobs(ns)
+
+
+def delete_pod(ns, name, grace, by):
+    """Graceful pod deletion as the API server does it; the caller holds LOCK. Returns (code, obj)."""
+    pod = STORE[("Pod", ns, name)]
+    spec_grace = pod["spec"].get("terminationGracePeriodSeconds", 30)
+    effective = spec_grace if grace is None else grace
+    DELETIONS.append({"kind": "Pod", "namespace": ns, "name": name, "by": by, "gracePeriodSeconds": effective,
+                      "terminationGracePeriodSeconds": pod["spec"].get("terminationGracePeriodSeconds"),
+                      "node": pod["spec"].get("nodeName", ""), "rv": STATE["rv"]})
+    if effective == 0 or not pod["spec"].get("nodeName") or pod["status"].get("phase") in ("Succeeded", "Failed"):
+        return 200, remove_object("Pod", ns, name)  # nothing runs that could be stopped gracefully
+    meta = pod["metadata"]
+    if "deletionTimestamp" in meta:
+        return 202, pod  # already terminating (a real server would let a shorter grace period win)
+    meta["deletionTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + effective))
+    meta["deletionGracePeriodSeconds"] = effective
+    bump("Pod", ns, "MODIFIED", pod)
+    timer = threading.Timer(min(effective, KUBELET_STOP_SECONDS), kubelet_stops, (ns, name))
+    timer.daemon = True
+    timer.start()
+    return 202, pod
+
+
+def finish_foreground_jobs(ns):
+    """A Job deleted in the foreground goes once its pods are gone; the caller holds LOCK."""
+    for (k, jns, jname), job in list(STORE.items()):
+        if k == "Job" and jns == ns and "foregroundDeletion" in job["metadata"].get("finalizers", []) \
+                and not pods_of_job(ns, jname):
+            remove_object("Job", ns, jname)
+
+
+def delete_object(kind, ns, name, options):
+    """DELETE with DeleteOptions; the caller holds LOCK. Returns (code, obj)."""
+    grace = options.get("gracePeriodSeconds")
+    if kind == "Pod":
+        return delete_pod(ns, name, grace, "client")
+    policy = options.get("propagationPolicy") or ("Orphan" if kind == "Job" else "Background")
+    DELETIONS.append({"kind": kind, "namespace": ns, "name": name, "by": "client", "propagationPolicy": policy,
+                      "gracePeriodSeconds": grace, "rv": STATE["rv"]})
+    if kind != "Job":
+        return 200, remove_object(kind, ns, name)
+    pods = pods_of_job(ns, name)
+    if policy == "Orphan":
+        for pns, pname in pods:
+            STORE[("Pod", pns, pname)]["metadata"].pop("ownerReferences", None)
+            bump("Pod", pns, "MODIFIED", STORE[("Pod", pns, pname)])
+        return 200, remove_object(kind, ns, name)
+    if policy == "Foreground" and pods:
+        job = STORE[(kind, ns, name)]
+        job["metadata"]["deletionTimestamp"] = now()
+        job["metadata"].setdefault("finalizers", []).append("foregroundDeletion")
+        bump(kind, ns, "MODIFIED", job)
+        for pns, pname in pods:
+            delete_pod(pns, pname, None, "garbage-collector")
+        finish_foreground_jobs(ns)
+        return 202, job
+    obj = remove_object(kind, ns, name)
+    for pns, pname in pods:  # Background: the garbage collector deletes the pods, each with its own grace
+        delete_pod(pns, pname, None, "garbage-collector")
+    return 200, obj
+
+
+def suspend_job(job):
+    """The Job controller on spec.suspend: true; the caller holds LOCK."""
+    ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
+    conditions = job.setdefault("status", {}).setdefault("conditions", [])
+    if not any(c.get("type") == "Suspended" for c in conditions):
+        conditions.append({"type": "Suspended", "status": "True", "reason": "JobSuspended", "lastTransitionTime": now()})
+        bump("Job", ns, "MODIFIED", job)
+    stop_active_pods(ns, name)
+
+
+def stop_active_pods(ns, job_name):
+    """The Job controller deletes a Job's running pods (suspension, deadline); the caller holds LOCK."""
+    for pns, pname in pods_of_job(ns, job_name):
+        pod = STORE[("Pod", pns, pname)]
+        if pod["status"].get("phase") not in ("Succeeded", "Failed") and "deletionTimestamp" not in pod["metadata"]:
+            delete_pod(pns, pname, None, "job-controller")
 
 
 def merge(target, patch):
@@ -224,13 +334,20 @@ class Handler(BaseHTTPRequestHandler):
             if method == "GET":
                 return self.send_json(200, obj)
             if method == "DELETE":
-                self.body()
-                return self.send_json(200, delete_object(kind, ns, name))
+                options = self.body()
+                for k in ("propagationPolicy", "gracePeriodSeconds"):
+                    if k in q:
+                        options[k] = int(q[k]) if k == "gracePeriodSeconds" else q[k]
+                if options.get("propagationPolicy") not in (None, "Orphan", "Background", "Foreground"):
+                    return self.send_json(*status(422, "Invalid", "DeleteOptions.propagationPolicy: Unsupported value"))
+                return self.send_json(*delete_object(kind, ns, name, options))
             if method == "PATCH":
                 if self.headers.get("Content-Type") != "application/merge-patch+json":
                     return self.send_json(*status(415, "UnsupportedMediaType", "use application/merge-patch+json"))
                 merge(obj, self.body())
                 bump(kind, ns, "MODIFIED", obj)
+                if kind == "Job" and obj.get("spec", {}).get("suspend"):
+                    suspend_job(obj)
                 return self.send_json(200, obj)
         return self.send_json(*status(405, "MethodNotAllowed", "method not allowed"))
 
@@ -274,25 +391,44 @@ class Handler(BaseHTTPRequestHandler):
                 pod = STORE[("Pod", parts[1], parts[2])]
                 pod["status"]["phase"] = body["phase"]
                 if "exitCode" in body:
+                    terminated = {"exitCode": body["exitCode"], "finishedAt": now(),
+                                  "reason": body.get("reason", "Completed" if body["exitCode"] == 0 else "Error")}
                     pod["status"]["containerStatuses"] = [{"name": "worker", "ready": False,
-                                                          "state": {"terminated": {"exitCode": body["exitCode"]}}}]
+                                                          "state": {"terminated": terminated}}]
+                if "conditions" in body:  # e.g. [{"type": "DisruptionTarget", "status": "True", "reason": ...}]
+                    pod["status"]["conditions"] = pod["status"].get("conditions", []) + body["conditions"]
                 if "log" in body:
                     pod["metadata"].setdefault("annotations", {})["double/log"] = body["log"]
                 bump("Pod", parts[1], "MODIFIED", pod)
+            elif parts[:1] == ["jobs"]:  # /_double/jobs/NS/NAME {"deadlineExceeded": true}: activeDeadlineSeconds passed
+                job = STORE[("Job", parts[1], parts[2])]
+                if body.get("deadlineExceeded"):
+                    job.setdefault("status", {}).setdefault("conditions", []).append(
+                        {"type": "Failed", "status": "True", "reason": "DeadlineExceeded", "lastTransitionTime": now()})
+                    bump("Job", parts[1], "MODIFIED", job)
+                    stop_active_pods(parts[1], parts[2])
             elif parts[:1] == ["nodes"]:  # /_double/nodes/NAME {"ready": false}
                 node = STORE[("Node", None, parts[1])]
                 node["status"]["conditions"] = [{"type": "Ready", "status": "True" if body["ready"] else "Unknown"}]
                 bump("Node", None, "MODIFIED", node)
                 for (k, pns, pname), pod in list(STORE.items()):
                     if k == "Pod" and pod["spec"].get("nodeName") == parts[1]:
-                        pod["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+                        pod["status"]["conditions"] = [{"type": "Ready", "status": "True" if body["ready"] else "False"}]
                         bump("Pod", pns, "MODIFIED", pod)
+                        if body["ready"] and "deletionTimestamp" in pod["metadata"]:
+                            timer = threading.Timer(KUBELET_STOP_SECONDS, kubelet_stops, (pns, pname))
+                            timer.daemon = True
+                            timer.start()
             elif parts == ["drop-watches"]:
                 STATE["generation"] += 1
                 LOCK.notify_all()
             elif parts == ["compact"]:
                 STATE["oldest"] = STATE["rv"] + 1
                 EVENTS.clear()
+            elif parts == ["deletions"]:
+                return self.send_json(200, DELETIONS)
+            elif parts == ["history"]:
+                return self.send_json(200, HISTORY)
             elif parts == ["objects"]:
                 return self.send_json(200, [o for (k, _, _), o in sorted(STORE.items(), key=lambda kv: str(kv[0]))
                                              if k in (body.get("kinds") or [k])])
@@ -313,14 +449,25 @@ class Handler(BaseHTTPRequestHandler):
         self.dispatch("PATCH")
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return  # the client went away mid-answer (a bridge stopped by a test): not the double's error
+        super().handle_error(request, client_address)
+
+
 def main():
-    global TOKEN
+    global TOKEN, KUBELET_STOP_SECONDS
     ap = argparse.ArgumentParser()
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--nodes", default="k1,k2,k3")
     ap.add_argument("--token", default="")
+    ap.add_argument("--kubelet-stop-seconds", type=float, default=0.3)
     args = ap.parse_args()
     TOKEN = args.token or None
+    KUBELET_STOP_SECONDS = args.kubelet_stop_seconds
     for n in args.nodes.split(","):
         node = {"apiVersion": "v1", "kind": "Node",
                 "metadata": {"name": n, "labels": {"kubernetes.io/hostname": n}, "uid": str(uuid.uuid4())},
@@ -328,8 +475,7 @@ def main():
         with LOCK:
             STORE[("Node", None, n)] = node
             bump("Node", None, "ADDED", node)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    server = Server(("127.0.0.1", 0), Handler)
     with open(args.port_file + ".tmp", "w") as f:
         f.write(str(server.server_address[1]))
     import os

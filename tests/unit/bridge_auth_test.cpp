@@ -6,6 +6,7 @@
 #include <map>
 
 #include "kube-bridge/authenticator.hpp"
+#include "kube-bridge/base64.hpp"
 
 namespace safe::bridge {
 namespace {
@@ -133,6 +134,19 @@ TEST(Authenticator, RefusesWithAMessageThatSaysWhatToDo) {
   EXPECT_NE(no_jwt.authenticate("Bearer a.b.c").error.find("JWT authentication is not enabled"), std::string::npos);
   Authenticator no_munge({kKey, false, {}}, &munge, &users);
   EXPECT_NE(no_munge.authenticate("Munge MUNGE:alice").error.find("munge authentication is not enabled"), std::string::npos);
+}
+
+// One decoder, two alphabets: JWT segments (base64url, strict) and kubeconfig data (standard).
+TEST(Base64, UrlAndStandardAlphabets) {
+  EXPECT_EQ(base64_decode("-_8", Base64::url), std::string("\xfb\xff", 2));
+  EXPECT_EQ(base64_decode("+/8=", Base64::standard), std::string("\xfb\xff", 2));
+  EXPECT_EQ(base64_decode("aGVs\nbG8=\r\n", Base64::standard), "hello");
+  EXPECT_EQ(base64_decode("aGVsbG8", Base64::url), "hello");
+  EXPECT_FALSE(base64_decode("+/8", Base64::url)) << "the standard alphabet is not base64url";
+  EXPECT_FALSE(base64_decode("-_8", Base64::standard)) << "nor the other way round";
+  EXPECT_FALSE(base64_decode("aGVsbG8=", Base64::url)) << "JWTs are unpadded";
+  EXPECT_FALSE(base64_decode("a", Base64::url)) << "6 dangling bits: no encoder writes that";
+  EXPECT_FALSE(base64_decode("aGV*", Base64::standard));
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
-// classify_failure, table-driven: each row is one situation the controller meets.
+// classify_failure, table-driven: each row is one situation the controller meets, on Slurm
+// (safed) and on Kubernetes (the bridge's observations of an attempt's pods, kube_attempt).
 #include <gtest/gtest.h>
 
 #include <csignal>
 
 #include "common/failure_classification.hpp"
+#include "kube-bridge/kube_attempt.hpp"
 
 namespace safe {
 namespace {
@@ -108,6 +110,139 @@ TEST(Classify, DecodesWaitStatus) {
 TEST(Classify, ClassNamesRoundTrip) {
   for (auto c : all_failure_classes()) EXPECT_EQ(c, parse_failure_class(to_string(c)));
   EXPECT_FALSE(parse_failure_class("sometimes"));
+}
+
+// On Kubernetes: what the bridge sees of an attempt's pods, through the same table.
+using bridge::decide_kube_attempt;
+using bridge::kube_attempt_failure;
+using bridge::KubeAction;
+using bridge::PodObservation;
+
+PodObservation pod(std::string name, std::string node, std::string phase, std::optional<int> exit_code = std::nullopt) {
+  PodObservation p;
+  p.name = std::move(name);
+  p.node = std::move(node);
+  p.phase = std::move(phase);
+  p.exit_code = exit_code;
+  return p;
+}
+PodObservation on_not_ready_node(PodObservation p) {
+  p.node_not_ready = true;
+  return p;
+}
+PodObservation disrupted(PodObservation p, std::string reason) {
+  p.disruption = std::move(reason);
+  return p;
+}
+PodObservation on_marked_node(PodObservation p, std::string mark) {
+  p.node_mark = std::move(mark);
+  return p;
+}
+PodObservation oom(PodObservation p) {
+  p.termination_reason = "OOMKilled";
+  return p;
+}
+
+struct KubeCase {
+  const char* name;
+  std::vector<PodObservation> pods;  // of a 2-pod attempt
+  std::optional<FailureClass> expected;  // nullopt: running normally, or all succeeded
+  const char* evidence_part;
+  KubeAction action;  // at attempt 1 of 1 + 3 retries
+  std::vector<std::string> bad_nodes;
+};
+
+class KubeClassifyTest : public ::testing::TestWithParam<KubeCase> {};
+
+TEST_P(KubeClassifyTest, PodsClassifyAsOnSlurm) {
+  const KubeCase& c = GetParam();
+  FailoverConfig config;  // the same defaults safed uses: infra_exit_codes [75], retry node_fault + infra_transient
+  std::optional<JobFailure> failure = kube_attempt_failure(c.pods);
+  ASSERT_EQ(c.expected.has_value(), failure.has_value());
+  bridge::KubeDecision d = decide_kube_attempt(c.pods, {}, 2, 1, 3, config);
+  EXPECT_EQ(to_string(c.action), to_string(d.action)) << d.message;
+  if (!c.expected) return;
+  Classification got = classify_failure(*failure, config);
+  EXPECT_EQ(to_string(*c.expected), to_string(got.failure_class)) << got.rule;
+  EXPECT_EQ(to_string(*c.expected), to_string(d.classification.failure_class));
+  EXPECT_NE(got.evidence.find(c.evidence_part), std::string::npos) << got.evidence;
+  EXPECT_EQ(c.bad_nodes, got.bad_nodes);
+  EXPECT_EQ(c.action == KubeAction::failover, is_retried(got.failure_class, config));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kubernetes, KubeClassifyTest,
+    ::testing::Values(
+        KubeCase{"AllRunning", {pod("w-0", "k1", "Running"), pod("w-1", "k2", "Running")}, std::nullopt, "", KubeAction::wait, {}},
+        KubeCase{"AllSucceeded", {pod("w-0", "k1", "Succeeded", 0), pod("w-1", "k2", "Succeeded", 0)}, std::nullopt, "",
+                 KubeAction::succeeded, {}},
+        KubeCase{"OneOfTwoSucceeded", {pod("w-0", "k1", "Succeeded", 0), pod("w-1", "k2", "Running")}, std::nullopt, "",
+                 KubeAction::wait, {}},
+        KubeCase{"UnscheduledPodIsNotANodeFault", {pod("w-0", "k1", "Running"), on_not_ready_node(pod("w-1", "", "Pending"))},
+                 std::nullopt, "", KubeAction::wait, {}},
+        KubeCase{"NodeNotReady", {pod("w-0", "k1", "Running"), on_not_ready_node(pod("w-1", "k2", "Running"))},
+                 FailureClass::node_fault, "k2 NotReady (pod w-1)", KubeAction::failover, {"k2"}},
+        KubeCase{"NodeFaultBeatsTheExitCodeItCaused",
+                 {pod("w-0", "k1", "Failed", 1), on_not_ready_node(pod("w-1", "k2", "Failed", 137))}, FailureClass::node_fault,
+                 "k2 NotReady", KubeAction::failover, {"k2"}},
+        KubeCase{"DisruptionTarget", {pod("w-0", "k1", "Running"), disrupted(pod("w-1", "k2", "Failed", 137), "DeletionByTaintManager")},
+                 FailureClass::node_fault, "k2 pod w-1 DisruptionTarget (DeletionByTaintManager)", KubeAction::failover, {"k2"}},
+        KubeCase{"PreemptedByTheScheduler",
+                 {pod("w-0", "k1", "Running"), disrupted(pod("w-1", "k2", "Failed", 143), "PreemptionByScheduler")},
+                 FailureClass::preempted, "PREEMPTED", KubeAction::fail, {}},
+        KubeCase{"SafeMarkedTheNode", {pod("w-0", "k1", "Running"), on_marked_node(pod("w-1", "k2", "Running"), "gpu_fault")},
+                 FailureClass::node_fault, "k2 SaFE: unhealthy (gpu_fault)", KubeAction::failover, {"k2"}},
+        KubeCase{"FinishedBeforeItsNodeWasMarked",
+                 {on_marked_node(pod("w-0", "k1", "Succeeded", 0), "gpu_fault"), pod("w-1", "k2", "Running")}, std::nullopt, "",
+                 KubeAction::wait, {}},
+        KubeCase{"UserErrorOnAHealthyNode", {pod("w-0", "k1", "Running"), pod("w-1", "k2", "Failed", 3)},
+                 FailureClass::user_error, "exit code 3, no node fault seen", KubeAction::fail, {}},
+        KubeCase{"InfraExitCode", {pod("w-0", "k1", "Running"), pod("w-1", "k2", "Failed", 75)}, FailureClass::infra_transient,
+                 "exit code 75 (failover.infra_exit_codes)", KubeAction::failover, {}},
+        KubeCase{"OutOfMemoryKilled", {pod("w-0", "k1", "Running"), oom(pod("w-1", "k2", "Failed", 137))},
+                 FailureClass::user_error, "OUT_OF_MEMORY", KubeAction::fail, {}},
+        KubeCase{"FailedBeforeItsContainerRan", {pod("w-0", "k1", "Running"), pod("w-1", "k2", "Failed")},
+                 FailureClass::node_fault, "k2 pod w-1 failed before its container started", KubeAction::failover, {"k2"}}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(KubeClassify, TheFirstContainerToFailIsTheCause) {
+  PodObservation a = pod("w-0", "k1", "Failed", 1), b = pod("w-1", "k2", "Failed", 75);
+  a.finished_at = "2026-01-01T10:00:05Z";
+  b.finished_at = "2026-01-01T10:00:01Z";  // rank 1 asked for a retry first; rank 0 failed after it
+  EXPECT_EQ(FailureClass::infra_transient, classify_failure(*kube_attempt_failure({a, b}), FailoverConfig{}).failure_class);
+  b.finished_at = "2026-01-01T10:00:09Z";
+  EXPECT_EQ(FailureClass::user_error, classify_failure(*kube_attempt_failure({a, b}), FailoverConfig{}).failure_class);
+}
+
+TEST(KubeClassify, TheJobsOwnEnd) {
+  using bridge::JobObservation;
+  // activeDeadlineSeconds: the Job controller stops the pods (they may fail on the way).
+  std::vector<PodObservation> stopping = {pod("w-0", "k1", "Failed", 143), on_marked_node(pod("w-1", "k2", "Running"), "gpu")};
+  Classification c = classify_failure(*kube_attempt_failure(stopping, JobObservation{false, true}), FailoverConfig{});
+  EXPECT_EQ(FailureClass::timeout, c.failure_class) << "a time limit is never retried, even with a node fault meanwhile";
+  auto d = decide_kube_attempt({}, JobObservation{false, true}, 2, 1, 3, FailoverConfig{});
+  EXPECT_EQ(KubeAction::fail, d.action);
+  EXPECT_EQ("timeout (reached its time limit): job state TIMEOUT; not retried: timeout is not in failover.retry_classes", d.message);
+  // The Job deleted behind SaFE's back: the pods are gone, as after scancel.
+  d = decide_kube_attempt({}, JobObservation{true, false}, 2, 1, 3, FailoverConfig{});
+  EXPECT_EQ(KubeAction::fail, d.action);
+  EXPECT_EQ(FailureClass::cancelled, d.classification.failure_class);
+  EXPECT_EQ(KubeAction::wait, decide_kube_attempt({}, {}, 2, 1, 3, FailoverConfig{}).action) << "pods not created yet";
+}
+
+TEST(KubeClassify, RetriesAndRetryClassesAsOnSlurm) {
+  std::vector<PodObservation> lost = {pod("w-0", "k1", "Running"), on_not_ready_node(pod("w-1", "k7", "Running"))};
+  FailoverConfig config;
+  auto d = decide_kube_attempt(lost, {}, 2, 2, 1, config);  // attempt 2 of a workload with 1 retry
+  EXPECT_EQ(KubeAction::fail, d.action);
+  EXPECT_EQ("node_fault (node fault during the job): k7 NotReady (pod w-1); not retried: retries exhausted (1/1)", d.message);
+  EXPECT_EQ(KubeAction::fail, decide_kube_attempt(lost, {}, 2, 1, 0, config).action);  // no retries at all
+  config.retry_classes = {"infra_transient"};
+  d = decide_kube_attempt(lost, {}, 2, 1, 3, config);
+  EXPECT_EQ(KubeAction::fail, d.action);
+  EXPECT_NE(d.message.find("not retried: node_fault is not in failover.retry_classes"), std::string::npos) << d.message;
+  config.infra_exit_codes = {75, 42};
+  EXPECT_EQ(KubeAction::failover, decide_kube_attempt({pod("w-0", "k1", "Failed", 42)}, {}, 1, 1, 3, config).action);
 }
 
 }  // namespace

@@ -60,6 +60,27 @@ TEST(KubeManifests, IndexedJobCarriesSafeSettings) {
     EXPECT_NE(text.find(needle), std::string::npos) << needle << "\n" << text;
 }
 
+TEST(KubeManifests, EntrypointGracePeriodAndRecord) {
+  KubeWorkloadContext c = context();
+  c.checkpoint.complete_marker = "DONE";
+  c.record = R"({"version":1})";
+  Json job = kube_job_manifest(spec(), c);
+  json_t* pod = json_object_get(json_object_get(json_object_get(job.get(), "spec"), "template"), "spec");
+  EXPECT_EQ(at(pod, "terminationGracePeriodSeconds"), "120") << "the checkpoint signal's lead time";
+  json_t* command = json_object_get(json_array_get(json_object_get(pod, "containers"), 0), "command");
+  ASSERT_EQ(json_array_size(command), 6u);
+  EXPECT_EQ(json_string_value(json_array_get(command, 0)), std::string("/bin/sh"));
+  EXPECT_NE(std::string(json_string_value(json_array_get(command, 2))).find("safe_marker='DONE'"), std::string::npos);
+  EXPECT_EQ(json_string_value(json_array_get(command, 4)), std::string("python"));
+  EXPECT_EQ(at(json_object_get(json_object_get(job.get(), "metadata"), "annotations"), "safe-for-slurm.io/record"), c.record);
+  std::string svc = json_text(kube_service_manifest(spec(), c).get());
+  EXPECT_EQ(svc.find("safe-for-slurm.io/record"), std::string::npos) << "the record lives on the Job only: " << svc;
+  c.settings.ckpt_signal.seconds.reset();
+  c.checkpoint.grace_s = 33;
+  Json fallback = kube_job_manifest(spec(), c);
+  EXPECT_NE(json_text(fallback.get()).find(R"("terminationGracePeriodSeconds":33)"), std::string::npos);
+}
+
 TEST(KubeManifests, HostPathVolumeAndHeadlessService) {
   KubeWorkloadContext c = context();
   c.kube.checkpoint_pvc.clear();
@@ -82,6 +103,7 @@ TEST(KubeManifests, DISABLED_WritesSamplesForSchemaValidation) {
   KubeWorkloadContext first = context();
   first.attempt = 1;
   first.avoid_nodes.clear();
+  first.record = R"({"version":1,"spec":{"name":"train"}})";
   WorkloadSpec script = spec();
   script.command.clear();
   script.script = "python train.py";

@@ -1,0 +1,19 @@
+// Base64 decoding for the bridge's two inputs: JWTs (RFC 4648 base64url, unpadded, strict) and
+// kubeconfig `*-data` fields (standard alphabet, padded, line breaks allowed).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace safe::bridge {
+
+enum class Base64 {
+  url,       // '-' and '_'; no padding, no other characters, no dangling bits
+  standard,  // '+' and '/'; '=' padding and CR/LF are skipped
+};
+
+// nullopt for a character outside the alphabet (or, for `url`, a length no encoder produces).
+std::optional<std::string> base64_decode(std::string_view in, Base64 alphabet);
+
+}  // namespace safe::bridge
