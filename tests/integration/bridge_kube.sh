@@ -291,7 +291,8 @@ double "pods/team/$hung_pod" '{"phase":"Running","log":"step 1\n"}'  # then noth
 written=""
 for step in $(seq 1 12); do  # 12 s: three times kh2's hangTimeout
     written+="step $step\n"
-    double "pods/team/$busy_pod" "{\"phase\":\"Running\",\"log\":\"$written\"}"
+    double "pods/team/$busy_pod" "{\"phase\":\"Running\",\"log\":\"$written\"}" ||
+        fail "kh2's pod $busy_pod is gone after $step s although its log grows: $(expect 200 GET /api/v1/workloads/kube-kh2/events)"
     sleep 1
 done
 assert_eq "1 Running" "$(expect 200 GET /api/v1/workloads/kube-kh2 | jq -r '"\(.attempt) \(.phase)"')" "kh2 (log growing) attempt and phase"
