@@ -29,6 +29,18 @@ end_trainer_test() {
     rm -rf "$work"
 }
 
+# own_cluster_dirs PREFIX: for a test that starts a cluster of its own: makes $dir (for the
+# cluster, /tmp/PREFIX.XXXXXX) and $work (scratch), and at exit stops that cluster and removes both.
+own_cluster_dirs() {
+    dir=$(mktemp -d "/tmp/$1.XXXXXX")
+    work=$(mktemp -d)
+    trap 'end_own_cluster' EXIT
+}
+end_own_cluster() {
+    "$SAFE_CLUSTER_BIN" down --dir "$dir" >/dev/null 2>&1 || true
+    rm -rf "$dir" "$work"
+}
+
 # write_trainer_script FILE: a batch script running safe-trainer on every node (one task each),
 # passing its arguments on. The batch shell ignores the checkpoint signal: safed signals the shell
 # and the steps, and only the trainer should act on it.
