@@ -76,8 +76,12 @@ KubeDecision decide_kube_attempt(const std::vector<PodObservation>& pods, const 
     return {KubeAction::succeeded, {}, "all " + std::to_string(done) + " pods succeeded"};
   std::optional<JobFailure> failure = kube_attempt_failure(pods, job);
   if (!failure) return {};
+  return decide_kube_failure(*failure, attempt, max_retries, failover);
+}
+
+KubeDecision decide_kube_failure(const JobFailure& failure, int attempt, int max_retries, const FailoverConfig& failover) {
   KubeDecision d;
-  d.classification = classify_failure(*failure, failover);
+  d.classification = classify_failure(failure, failover);
   const std::string cls(to_string(d.classification.failure_class));
   d.message = cls + " (" + d.classification.rule + "): " + d.classification.evidence;
   int used = attempt - 1;

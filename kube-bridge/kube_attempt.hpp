@@ -49,5 +49,7 @@ struct KubeDecision {
 // cluster's failover section (infra_exit_codes, retry_classes), as safed reads it.
 KubeDecision decide_kube_attempt(const std::vector<PodObservation>& pods, const JobObservation& job, int completions,
                                  int attempt, int max_retries, const FailoverConfig& failover);
+// The same for a failure found another way (a hang): classified, then retried or not.
+KubeDecision decide_kube_failure(const JobFailure& failure, int attempt, int max_retries, const FailoverConfig& failover);
 
 }  // namespace safe::bridge

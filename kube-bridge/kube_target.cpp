@@ -388,17 +388,87 @@ void KubeTarget::reconcile(const std::string& name) {
       save(w, false, error);
       break;
     case KubeAction::fail:
-      // A faulty node is marked even when the workload is not retried; pods still running are
-      // stopped (checkpoint signal first).
-      if (d.classification.failure_class == FailureClass::node_fault)
-        for (const auto& node : d.classification.bad_nodes) mark_node_unhealthy(client_, node, "node_fault", false, error);
-      w.phase = "Failed";
-      w.events.push_back({"Failed", now, w.attempt, d.message});
-      save(w, std::any_of(observed.begin(), observed.end(), active), error);
+      give_up(w, d, std::any_of(observed.begin(), observed.end(), active), now);
       break;
     case KubeAction::failover:
       fail_over(w, d, now);
       break;
+  }
+}
+
+void KubeTarget::give_up(KubeWorkload& w, const KubeDecision& d, bool stop_pods, std::time_t now) {
+  std::string error;
+  // A faulty node is marked even when the workload is not retried; pods still running are
+  // stopped (checkpoint signal first).
+  if (d.classification.failure_class == FailureClass::node_fault)
+    for (const auto& node : d.classification.bad_nodes) mark_node_unhealthy(client_, node, "node_fault", false, error);
+  w.phase = "Failed";
+  w.events.push_back({"Failed", now, w.attempt, d.message});
+  save(w, stop_pods, error);
+}
+
+void KubeTarget::poll_hangs() {
+  struct Due {
+    std::string name;
+    int attempt;
+    long long since;  // seconds back to the previous look, with a second of overlap
+  };
+  std::vector<Due> due;
+  std::time_t now = std::time(nullptr);
+  {
+    std::lock_guard lock(mutex_);
+    for (auto it = hang_watch_.begin(); it != hang_watch_.end();)
+      it = workloads_.count(it->first) ? std::next(it) : hang_watch_.erase(it);
+    for (const auto& [name, w] : workloads_) {
+      int every = hang_poll_seconds(w.settings.hang_timeout);
+      if (!every || w.phase != "Running" || w.draining_attempt) continue;
+      HangWatch& h = hang_watch_[name];
+      if (h.attempt != w.attempt) h = HangWatch{w.attempt, 0, 0, {}};
+      if (now < h.next_poll) continue;
+      h.next_poll = now + every;
+      due.push_back({name, w.attempt, h.last_poll ? now - h.last_poll + 1 : every});
+    }
+  }
+  const std::string ns = url_escape(kube_.namespace_);
+  for (const Due& d : due) {
+    // Outside the lock: requests to the API server must not hold up the bridge's REST answers.
+    KubeResponse pods = client_.request("GET", "/api/v1/namespaces/" + ns + "/pods?labelSelector=" + attempt_selector(d.name, d.attempt));
+    if (pods.status != 200) continue;
+    Json list = parse(pods.body);
+    json_t* items = json_object_get(list.get(), "items");
+    std::map<std::string, bool> grew;  // running pod -> wrote since the previous look
+    bool complete = true;
+    for (std::size_t i = 0; i < json_array_size(items); ++i) {
+      json_t* p = json_array_get(items, i);
+      if (jstr(p, {"status", "phase"}) != "Running" || json_object_get(json_object_get(p, "metadata"), "deletionTimestamp")) continue;
+      std::string pod = jstr(p, {"metadata", "name"});
+      // One byte written within `since` seconds (by the kubelet's clock) is all that is asked.
+      KubeResponse log = client_.request("GET", "/api/v1/namespaces/" + ns + "/pods/" + url_escape(pod) +
+                                                    "/log?sinceSeconds=" + std::to_string(d.since) + "&limitBytes=1");
+      if (log.status != 200) complete = false;  // unknown is not silence: no verdict this time
+      grew[pod] = log.status == 200 && !log.body.empty();
+    }
+    std::lock_guard lock(mutex_);
+    auto it = workloads_.find(d.name);
+    if (it == workloads_.end()) continue;
+    KubeWorkload& w = it->second;
+    HangWatch& h = hang_watch_[d.name];
+    if (w.attempt != d.attempt || h.attempt != d.attempt || w.phase != "Running" || w.draining_attempt) continue;
+    h.last_poll = now;
+    std::map<std::string, std::time_t> seen;
+    std::vector<PodProgress> progress;
+    for (const auto& [pod, wrote] : grew) {
+      auto last = h.last_output.find(pod);
+      seen[pod] = wrote || last == h.last_output.end() ? now : last->second;
+      progress.push_back({pod, seen[pod]});
+    }
+    h.last_output = std::move(seen);
+    std::optional<JobFailure> hung = kube_hang_failure(progress, now, w.settings.hang_timeout);
+    if (!complete || !hung) continue;
+    hang_watch_.erase(d.name);
+    KubeDecision decision = decide_kube_failure(*hung, w.attempt, w.settings.retries, failover_);
+    if (decision.action == KubeAction::failover) fail_over(w, decision, now);
+    else give_up(w, decision, true, now);
   }
 }
 
@@ -471,7 +541,8 @@ void KubeTarget::start() {
     }
     std::thread([this, ns] { watch_loop("/api/v1/namespaces/" + ns + "/pods", true); }).detach();
     std::thread([this] { watch_loop("/api/v1/nodes", false); }).detach();
-    // Failovers whose old pods never report back (a dead node) go on when the lead time is over.
+    // Failovers whose old pods never report back (a dead node) go on when the lead time is over;
+    // workloads with a hangTimeout get their pod logs looked at when due.
     while (!stopping_) {
       std::this_thread::sleep_for(std::chrono::seconds(1));
       std::vector<std::string> waiting;
@@ -481,6 +552,7 @@ void KubeTarget::start() {
           if (w.draining_attempt && w.phase == "Pending" && std::time(nullptr) >= w.drain_deadline) waiting.push_back(n);
       }
       for (const auto& n : waiting) reconcile(n);
+      poll_hangs();
     }
   }).detach();
 }

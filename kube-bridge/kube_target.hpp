@@ -22,6 +22,7 @@
 #include "common/config.hpp"
 #include "kube-bridge/kube_attempt.hpp"
 #include "kube-bridge/kube_client.hpp"
+#include "kube-bridge/kube_hang.hpp"
 #include "kube-bridge/kube_workload_record.hpp"
 #include "kube-bridge/workload_spec.hpp"
 
@@ -55,7 +56,8 @@ class KubeTarget {
   bool recover(std::string& error);
   bool recovered() const { return recovered_; }
   // Starts the threads: recovery (retried until it works), then the watches (pods, nodes), which
-  // resume after disconnects, and a one-second tick for failovers waiting on their lead time.
+  // resume after disconnects, and a one-second tick for failovers waiting on their lead time and
+  // for the log polls of hang detection (poll_hangs).
   void start();
   void reconcile(const std::string& name);
   void reconcile_all();
@@ -70,6 +72,11 @@ class KubeTarget {
   bool save(const KubeWorkload& w, bool suspend, std::string& error);
   void fail_over(KubeWorkload& w, const KubeDecision& d, std::time_t now);
   void finish_failover(KubeWorkload& w, std::time_t now);
+  // Classified, not retried: the workload Fails; `stop_pods` suspends its Job (checkpoint signal).
+  void give_up(KubeWorkload& w, const KubeDecision& d, bool stop_pods, std::time_t now);
+  // Hang detection (kube_hang): each workload with a hangTimeout whose look is due gets its
+  // running pods' logs read for growth, without holding the lock, then judged under it.
+  void poll_hangs();
   int lead_time(const KubeWorkload& w) const;
 
   KubernetesConfig kube_;
@@ -78,6 +85,15 @@ class KubeTarget {
   KubeClient& client_;
   std::mutex mutex_;
   std::map<std::string, KubeWorkload> workloads_;
+  // Per workload with a hangTimeout: what the log polls have seen of its current attempt. Kept in
+  // memory only: after a restart every pod starts with a fresh hangTimeout.
+  struct HangWatch {
+    int attempt = 0;
+    std::time_t last_poll = 0;
+    std::time_t next_poll = 0;
+    std::map<std::string, std::time_t> last_output;  // pod -> when its log last grew
+  };
+  std::map<std::string, HangWatch> hang_watch_;
   std::atomic<bool> recovered_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<long long> watch_restarts_{0};

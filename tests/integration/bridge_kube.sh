@@ -8,7 +8,7 @@
 # (DisruptionTarget) fails over, a preemption does not; the Job's deadline ends it as timeout;
 # the watches survive dropped connections and a compacted history (410 Gone); a restarted bridge
 # still has every workload (rebuilt from the records on their Jobs), finishes a failover it had
-# begun and fails over after the restart.
+# begun and fails over after the restart; a hangTimeout fails a silent workload over as a hang.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -276,6 +276,45 @@ start_bridge
 expect 404 GET /api/v1/workloads/kube-k5 >/dev/null
 assert_eq Succeeded "$(phase kube-k1)" "k1 after a second restart"
 for w in k7 k9; do expect 202 POST "/api/v1/workloads/kube-$w/stop" >/dev/null; done
+
+# Hang detection (hangTimeout): a workload whose pods' log stops growing fails over as a hang
+# (infra_transient, no node blamed), and once more when retries are exhausted; one where a single
+# pod keeps writing runs on.
+for n in k1 k2 k3; do "$bin/safe-kube-node" clear "$n" --kubeconfig "$work/kubeconfig" >/dev/null; done
+expect 201 POST /api/v1/workloads '{"name":"kh1","target":"kubernetes","image":"i","script":"x","nodes":1,"retries":1,
+    "hangTimeout":4,"checkpoint":{"signal":"USR1","graceSeconds":1}}' >/dev/null
+expect 201 POST /api/v1/workloads '{"name":"kh2","target":"kubernetes","image":"i","script":"x","nodes":2,"retries":1,
+    "hangTimeout":4,"checkpoint":{"signal":"USR1","graceSeconds":1}}' >/dev/null
+wait_for "[[ \$(phase kube-kh1) == Running && \$(phase kube-kh2) == Running ]]" 10 "tail -5 $LOG"
+hung_pod=$(pod_of kh1-a1 0) hung_node=$(node_of "$(pod_of kh1-a1 0)") busy_pod=$(pod_of kh2-a1 0)
+double "pods/team/$hung_pod" '{"phase":"Running","log":"step 1\n"}'  # then nothing more
+written=""
+for step in $(seq 1 12); do  # 12 s: three times kh2's hangTimeout
+    written+="step $step\n"
+    double "pods/team/$busy_pod" "{\"phase\":\"Running\",\"log\":\"$written\"}" ||
+        fail "kh2's pod $busy_pod is gone after $step s although its log grows: $(expect 200 GET /api/v1/workloads/kube-kh2/events)"
+    sleep 1
+done
+assert_eq "1 Running" "$(expect 200 GET /api/v1/workloads/kube-kh2 | jq -r '"\(.attempt) \(.phase)"')" "kh2 (log growing) attempt and phase"
+assert_eq "" "$(expect 200 GET /api/v1/workloads/kube-kh2/events | jq -r '.items[] | select(.type == "Failover") | .message')" "kh2 failovers"
+events=$(expect 200 GET /api/v1/workloads/kube-kh1/events)
+assert_contains "$events" "infra_transient (no progress for its hang timeout): hang: no pod log output for "
+assert_contains "$events" "(hangTimeout=4; silent: $hung_pod "
+wait_for "[[ \$(phase kube-kh1) == Failed ]]" 15 "tail -5 $LOG"
+assert_eq 2 "$(expect 200 GET /api/v1/workloads/kube-kh1 | jq .attempt)" "kh1 attempts"
+assert_contains "$(expect 200 GET /api/v1/workloads/kube-kh1/events)" "hang: no pod log output for"
+assert_contains "$(expect 200 GET /api/v1/workloads/kube-kh1/events)" "not retried: retries exhausted (1/1)"
+assert_eq "job-controller" "$(curl -sS -X POST "$KUBE/_double/deletions" | jq -r --arg p "$hung_pod" '.[] | select(.name == $p) | .by' | head -1)" "hung pod stopped by suspending its Job"
+assert_eq "" "$(expect 200 GET /api/v1/workloads/kube-kh1 | jq -r .excludedNodes)" "no node excluded after a hang"
+assert_eq null "$(objects Node | jq -c --arg n "$hung_node" '.[] | select(.metadata.name == $n) | .metadata.labels["safe-for-slurm.io/unhealthy"]')" "no node blamed for a hang"
+# The double's pods/log options, as the API server checks them.
+log_url="$KUBE/api/v1/namespaces/team/pods/$busy_pod/log"
+double "pods/team/$busy_pod" "{\"phase\":\"Running\",\"log\":\"${written}step 13\\n\"}"
+assert_eq "s" "$(curl -sS -H 'Authorization: Bearer double-token' "$log_url?sinceSeconds=3&limitBytes=1")" "log written in the last 3 s, 1 byte"
+sleep 2
+assert_eq "" "$(curl -sS -H 'Authorization: Bearer double-token' "$log_url?sinceSeconds=1")" "log written in the last second"
+assert_eq 422 "$(curl -sS -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer double-token' "$log_url?sinceSeconds=0")" "sinceSeconds=0"
+expect 202 POST /api/v1/workloads/kube-kh2/stop >/dev/null
 
 # The health agent's call: safe-kube-node marks and clears a node; SaFE's Jobs avoid marked nodes.
 for n in k1 k2 k3; do "$bin/safe-kube-node" clear "$n" --kubeconfig "$work/kubeconfig" >/dev/null; done

@@ -4,7 +4,7 @@
 It speaks real HTTP/1.1 with the status codes, Status objects, resourceVersion semantics, watch
 streams (?watch=1, JSON lines, 410 Gone for compacted versions, ERROR events) and equality label
 selectors of the real API, for the resources the bridge uses: batch/v1 Jobs, v1 Services, Pods
-(and pods/log) in namespaces, and Nodes (GET, merge-patch). Deletion follows the real rules:
+(and pods/log, with sinceSeconds and limitBytes) in namespaces, and Nodes (GET, merge-patch). Deletion follows the real rules:
 DeleteOptions (body or query) with propagationPolicy (a batch/v1 Job orphans its pods unless
 told Background or Foreground) and gracePeriodSeconds; a pod bound to a node is deleted
 gracefully (deletionTimestamp, deletionGracePeriodSeconds, 202, MODIFIED) with its
@@ -38,6 +38,7 @@ EVENTS = []       # (rv, kind, namespace, type, object)
 HISTORY = []      # {"rv", "kind", "type", "name"} for every change, never compacted (/_double/history)
 DELETIONS = []    # every DELETE and Job-controller deletion with its effective options (/_double/deletions)
 STATE = {"rv": 100, "oldest": 0, "generation": 0}
+LOG_WRITES = {}   # (namespace, pod) -> [(time, text)]: when each piece of its log was written (sinceSeconds)
 TOKEN = None
 KUBELET_STOP_SECONDS = 0.3
 
@@ -325,7 +326,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_json(*status(404, "NotFound", f'{kind.lower()}s "{name}" not found'))
             obj = STORE[key]
             if method == "GET" and sub == ["log"]:
-                data = obj["metadata"].get("annotations", {}).get("double/log", "").encode()
+                return self.pod_log(ns, name, obj, q)
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain")
                 self.send_header("Content-Length", str(len(data)))
@@ -350,6 +351,35 @@ class Handler(BaseHTTPRequestHandler):
                     suspend_job(obj)
                 return self.send_json(200, obj)
         return self.send_json(*status(405, "MethodNotAllowed", "method not allowed"))
+
+    def pod_log(self, ns, name, pod, q):
+        """pods/log with the PodLogOptions the bridge uses: sinceSeconds (only what was written in
+        the last N seconds; the kubelet filters by each line's timestamp, the double by the time each
+        piece was set through /_double/pods) and limitBytes (the output cut after N bytes)."""
+        unmodeled = sorted(set(q) - {"sinceSeconds", "limitBytes"})
+        if unmodeled:
+            return self.send_json(*status(400, "BadRequest", f"the double does not model pods/log options {unmodeled}"))
+        options = {}
+        for k in ("sinceSeconds", "limitBytes"):
+            if k in q:
+                try:
+                    options[k] = int(q[k])
+                except ValueError:
+                    return self.send_json(*status(400, "BadRequest", f'{k}: Invalid value: "{q[k]}": not an integer'))
+                if options[k] < 1:
+                    return self.send_json(*status(422, "Invalid", f'PodLogOptions "{name}" is invalid: {k}: '
+                                                  f'Invalid value: {options[k]}: must be greater than 0'))
+        if "sinceSeconds" in options:
+            since = time.time() - options["sinceSeconds"]
+            text = "".join(t for when, t in LOG_WRITES.get((ns, name), []) if when >= since)
+        else:
+            text = pod["metadata"].get("annotations", {}).get("double/log", "")
+        data = text.encode()[:options.get("limitBytes", len(text.encode()))]
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        return self.wfile.write(data)
 
     def watch(self, kind, ns, q):
         rv = int(q.get("resourceVersion") or 0)
@@ -397,8 +427,16 @@ class Handler(BaseHTTPRequestHandler):
                                                           "state": {"terminated": terminated}}]
                 if "conditions" in body:  # e.g. [{"type": "DisruptionTarget", "status": "True", "reason": ...}]
                     pod["status"]["conditions"] = pod["status"].get("conditions", []) + body["conditions"]
-                if "log" in body:
-                    pod["metadata"].setdefault("annotations", {})["double/log"] = body["log"]
+                if "log" in body:  # the pod's whole log so far; what extends the previous one was just written
+                    annotations = pod["metadata"].setdefault("annotations", {})
+                    before = annotations.get("double/log", "")
+                    writes = LOG_WRITES.setdefault((parts[1], parts[2]), [])
+                    if not body["log"].startswith(before):
+                        writes.clear()
+                        before = ""
+                    if len(body["log"]) > len(before):
+                        writes.append((time.time(), body["log"][len(before):]))
+                    annotations["double/log"] = body["log"]
                 bump("Pod", parts[1], "MODIFIED", pod)
             elif parts[:1] == ["jobs"]:  # /_double/jobs/NS/NAME {"deadlineExceeded": true}: activeDeadlineSeconds passed
                 job = STORE[("Job", parts[1], parts[2])]
