@@ -555,8 +555,9 @@ std::string FailoverPlanner::step_launch_error_after_failover(const SlurmJob& jo
 // the wrong allocation (22.05: "gres/gpu: job N dealloc of node nK bad node_offset 0 count is
 // 0"), and the next attempt fails in its first srun with "Invalid generic resource (gres)
 // specification". So a failover first sets such a node DOWN itself (Slurm then ends the job with
-// NODE_FAIL and frees the node, as for a node the probes found dead), adds it to the job's bad
-// nodes as a node fault, and requeues only once the job holds none of its nodes any more.
+// NODE_FAIL and frees the node, as for a node the probes found dead), adds it (or one Slurm
+// already set DOWN) to the job's bad nodes as a node fault, and requeues only once the job holds
+// none of its nodes any more.
 bool FailoverPlanner::released_by_silent_nodes(FailoverRecord& f, TrackedJob& t, const SlurmJob& job,
                                                long long now) {
   if (job.state != SlurmJobState::running && !job.completing) return true;
@@ -566,19 +567,22 @@ bool FailoverPlanner::released_by_silent_nodes(FailoverRecord& f, TrackedJob& t,
     bool unanswered = unanswered_.count(name) > 0;
     if (!n || !(n->down || unanswered)) continue;
     wait = true;
-    if (n->state_down) continue;
-    std::string why = unanswered ? "slurmd did not answer safed's probe" : "Slurm reports it not responding";
-    std::string reason = std::string(kUnreachablePrefix) + " " + why + " when job " + std::to_string(job.id) +
-                         " failed over";
-    checkpoint_store();
-    std::string err = slurm_.down_node(name, reason);
-    log_action(now, job.id, name, "node down", reason + (err.empty() ? "" : ": " + err), err.empty());
-    if (!err.empty()) continue;
+    std::string reason = n->reason;
+    if (!n->state_down) {
+      std::string why = unanswered ? "slurmd did not answer safed's probe" : "Slurm reports it not responding";
+      reason = std::string(kUnreachablePrefix) + " " + why + " when job " + std::to_string(job.id) + " failed over";
+      checkpoint_store();
+      std::string err = slurm_.down_node(name, reason);
+      log_action(now, job.id, name, "node down", reason + (err.empty() ? "" : ": " + err), err.empty());
+      if (!err.empty()) continue;
+    }
+    // Slurm's DOWN or ours: the job is kept off the node like off any other faulty one.
     std::vector<std::string> bad = expand_hostlist(f.bad_nodes);
-    if (std::find(bad.begin(), bad.end(), name) == bad.end()) bad.push_back(name);
+    if (std::find(bad.begin(), bad.end(), name) != bad.end()) continue;
+    bad.push_back(name);
     f.bad_nodes = join_hostlist(bad);
     f.failure_class = std::string(to_string(FailureClass::node_fault));
-    f.evidence = name + ": " + reason + "; before: " + f.evidence;
+    f.evidence = name + ": " + (reason.empty() ? "down" : reason) + "; before: " + f.evidence;
     t.record.last_class = f.failure_class;
     t.record.last_evidence = f.evidence;
   }

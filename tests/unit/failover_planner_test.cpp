@@ -433,6 +433,9 @@ TEST_F(SilentNodeTest, SafeDrainFailoverWaitsForANodeAlreadyDownToBeReleased) {
   end_job(7, SlurmJobState::node_fail);
   run_for(1);
   EXPECT_EQ(1, slurm.count("requeue 7"));
+  run_for(1);
+  EXPECT_EQ("n1,n2", store.failovers(7).at(0).bad_nodes) << "the node Slurm downed is excluded too";
+  EXPECT_NE(std::string::npos, last_update().find("exc=n1,n2")) << last_update();
 }
 
 TEST_F(PlannerTest, AStepThatCannotLaunchRightAfterAFailoverIsNotAUserError) {
