@@ -49,7 +49,10 @@ wait_restarted "$jobid" 1 $((t0 / 1000)) 60
 mttr_ms=$(($(now_ms) - t0))
 new_nodes=$(job_field "$jobid" NodeList)
 [[ $(scontrol show hostnames "$new_nodes") != *"$dead"* ]] || fail "job restarted on the dead node $dead"
-assert_contains "$(job_field "$jobid" ExcNodeList)" "$dead" "ExcNodeList"
+# In one run of about ten, ExcNodeList still read (null) when the restarted job was first seen
+# running (the cause is not established): it gets 10 s to show the dead node.
+wait_for "[[ \$(job_field $jobid ExcNodeList) == *$dead* ]]" 10 \
+    "scontrol show job $jobid; tail -n 30 $dir/log/safed.out"
 # The next attempt runs: its srun created the step (the failure was the step's GRES).
 wait_for "[[ \$(first_step_of_attempt $work/out 2) -ge 1 ]]" 30 \
     "scontrol show job $jobid; tail -n 5 $work/out; tail -n 20 $dir/log/safed.out"
