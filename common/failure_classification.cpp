@@ -84,6 +84,13 @@ const std::vector<Rule>& rules() {
                 std::find(c.infra_exit_codes.begin(), c.infra_exit_codes.end(), f.exit_code) != c.infra_exit_codes.end();
        },
        [](const JobFailure& f) { return exit_text(f) + " (failover.infra_exit_codes)"; }},
+      // Slurm could not set up the attempt a failover started (a GRES or credential left over from
+      // the run it replaced): the user's code never ran, so it is not the user's error.
+      {"step launch failed after a failover", FailureClass::infra_transient,
+       [](const JobFailure& f, const FailoverConfig&) { return f.end == JobEnd::failed && !f.step_launch_error.empty(); },
+       [](const JobFailure& f) {
+         return exit_text(f) + " after a failover, a step could not be created: " + f.step_launch_error;
+       }},
       {"ran out of memory", FailureClass::user_error,
        [](const JobFailure& f, const FailoverConfig&) { return f.end == JobEnd::out_of_memory; },
        [](const JobFailure&) { return std::string("job state OUT_OF_MEMORY on healthy nodes"); }},

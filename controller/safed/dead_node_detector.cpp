@@ -11,7 +11,8 @@ std::vector<ProbeTarget> DeadNodeDetector::targets(const FailoverPlanner& planne
   std::unordered_map<std::uint32_t, std::pair<std::string, std::vector<std::string>>> seen;
   bool changed = false;
   for (const auto& [id, t] : planner.jobs()) {
-    if (t.record.state != "running" || t.attempt_nodes.empty()) continue;
+    // A job failing over still holds its nodes: the failover needs to know which of them answer.
+    if ((t.record.state != "running" && t.record.state != "failing_over") || t.attempt_nodes.empty()) continue;
     auto it = job_nodes_.find(id);
     auto& entry = seen[id];
     if (it != job_nodes_.end() && it->second.first == t.attempt_nodes) {
@@ -62,6 +63,13 @@ void DeadNodeDetector::apply(const std::vector<ProbeResult>& results, const Fail
       }
     }
   }
+}
+
+std::unordered_set<std::string> DeadNodeDetector::unanswered() const {
+  std::unordered_set<std::string> out;
+  for (const auto& [name, s] : liveness_)
+    if (s.last != ProbeOutcome::connected) out.insert(name);
+  return out;
 }
 
 std::vector<std::string> DeadNodeDetector::take_log() { return std::exchange(log_, {}); }

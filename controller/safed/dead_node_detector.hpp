@@ -22,7 +22,7 @@ class DeadNodeDetector {
  public:
   DeadNodeDetector(SlurmClient& slurm, StateStore& store) : slurm_(slurm), store_(store) {}
 
-  // The nodes of the SaFE jobs the planner last saw running, and the nodes the controller downed
+  // The nodes of the SaFE jobs the planner last saw running or failing over, and the nodes the controller downed
   // as unreachable.
   std::vector<ProbeTarget> targets(const FailoverPlanner& planner);
 
@@ -32,6 +32,8 @@ class DeadNodeDetector {
              long long now_ms);
 
   const std::unordered_map<std::string, SlurmdLiveness>& liveness() const { return liveness_; }
+  // The nodes whose latest probe failed (for the planner: FailoverPlanner::set_unanswered_nodes).
+  std::unordered_set<std::string> unanswered() const;
   long long downed() const { return downed_; }    // successful DOWNs so far
   long long resumed() const { return resumed_; }  // successful resumes so far
   std::vector<std::string> take_log();

@@ -8,6 +8,7 @@
 #include "common/lemon_detection.hpp"
 #include "common/signal_name.hpp"
 #include "controller/safed/lost_work.hpp"
+#include "controller/safed/slurmd_liveness.hpp"
 
 namespace safe {
 namespace {
@@ -401,6 +402,7 @@ void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, 
         failure.exit_code = e.code;
         failure.signal = e.signal;
         failure.node_faults = faults_during(job.nodes, job.start_time, job.id);
+        if (failure.end == JobEnd::failed) failure.step_launch_error = step_launch_error_after_failover(job);
         count_attempt(t, meta, job.start_time, job.end_time, true);
         start_failover(t, job, meta, failure, now);
       }
@@ -533,6 +535,65 @@ void FailoverPlanner::finish_without_failover(TrackedJob& t, const SlurmJob& job
   log_action(now, job.id, "", held ? "hold" : "record", note + (err.empty() ? "" : ": " + err), err.empty());
 }
 
+// srun's step-creation error at the end of the output of an attempt that a SaFE failover started:
+// Slurm could not set up the restarted job, which the classifier does not take for a user error.
+std::string FailoverPlanner::step_launch_error_after_failover(const SlurmJob& job) {
+  bool after_failover = false;
+  for (const auto& f : store_.failovers(job.id))
+    after_failover = after_failover || (f.phase == FailoverPhase::done && f.attempt == job.restart_cnt - 1);
+  if (!after_failover) return "";
+  std::string text = files_.tail(output_path(job), 2048);
+  std::string needle = "srun: error: Unable to create step for job " + std::to_string(job.id) + ":";
+  auto at = text.rfind(needle);
+  if (at == std::string::npos) return "";
+  auto end = text.find('\n', at);
+  return text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+// Requeueing a job while one of its nodes does not answer leaves its old allocation completing
+// on that node; when Slurm later sets the node DOWN it deallocates the requeued job's GRES from
+// the wrong allocation (22.05: "gres/gpu: job N dealloc of node nK bad node_offset 0 count is
+// 0"), and the next attempt fails in its first srun with "Invalid generic resource (gres)
+// specification". So a failover first sets such a node DOWN itself (Slurm then ends the job with
+// NODE_FAIL and frees the node, as for a node the probes found dead), adds it (or one Slurm
+// already set DOWN) to the job's bad nodes as a node fault, and requeues only once the job holds
+// none of its nodes any more.
+bool FailoverPlanner::released_by_silent_nodes(FailoverRecord& f, TrackedJob& t, const SlurmJob& job,
+                                               long long now) {
+  if (job.state != SlurmJobState::running && !job.completing) return true;
+  bool wait = false;
+  for (const std::string& name : expand_hostlist(job.nodes.empty() ? t.attempt_nodes : job.nodes)) {
+    const SlurmNode* n = node(name);
+    bool unanswered = unanswered_.count(name) > 0;
+    if (!n || !(n->down || unanswered)) continue;
+    wait = true;
+    std::string reason = n->reason;
+    if (!n->state_down) {
+      std::string why = unanswered ? "slurmd did not answer safed's probe" : "Slurm reports it not responding";
+      reason = std::string(kUnreachablePrefix) + " " + why + " when job " + std::to_string(job.id) + " failed over";
+      checkpoint_store();
+      std::string err = slurm_.down_node(name, reason);
+      log_action(now, job.id, name, "node down", reason + (err.empty() ? "" : ": " + err), err.empty());
+      if (!err.empty()) continue;
+    }
+    // Slurm's DOWN or ours: the job is kept off the node like off any other faulty one.
+    std::vector<std::string> bad = expand_hostlist(f.bad_nodes);
+    if (std::find(bad.begin(), bad.end(), name) != bad.end()) continue;
+    bad.push_back(name);
+    f.bad_nodes = join_hostlist(bad);
+    f.failure_class = std::string(to_string(FailureClass::node_fault));
+    f.evidence = name + ": " + (reason.empty() ? "down" : reason) + "; before: " + f.evidence;
+    t.record.last_class = f.failure_class;
+    t.record.last_evidence = f.evidence;
+  }
+  if (wait && last_deferral_[job.id] != "silent") {
+    last_deferral_[job.id] = "silent";
+    log("safed: job " + std::to_string(job.id) + ": requeue waits until Slurm has ended the job on its "
+        "non-responding nodes and released them");
+  }
+  return !wait;
+}
+
 std::string FailoverPlanner::exclusions_for(const FailoverRecord& f, const TrackedJob& t, const SlurmJob& job,
                                             bool& wait_credential) {
   std::vector<std::string> exclude = expand_hostlist(t.record.user_exclude);
@@ -639,13 +700,18 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         break;
       }
       case FailoverPhase::requeueing: {
-        settle_running_attempt(f, t, meta, now);
         if (job.restart_cnt > f.attempt) {  // Slurm has requeued it (perhaps before a restart of safed)
+          settle_running_attempt(f, t, meta, now);
           if (!f.requeue_time) f.requeue_time = now;
           f.phase = FailoverPhase::requeued;
           store_.put_failover(f);
           break;
         }
+        if (!released_by_silent_nodes(f, t, job, now)) {
+          store_.put_failover(f);
+          return;
+        }
+        settle_running_attempt(f, t, meta, now);
         store_.put_failover(f);
         checkpoint_store();  // "requeueing" is on disk before Slurm acts
         std::string err = slurm_.requeue(job.id);

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/config.hpp"
@@ -66,6 +67,10 @@ class FailoverPlanner {
   // passes only complete lists.
   void reconcile(const std::vector<SlurmJob>& jobs, const std::vector<SlurmNode>& nodes, long long now);
 
+  // The nodes whose slurmd did not answer safed's latest probe (DeadNodeDetector): a failover
+  // treats them like nodes Slurm flags as not responding.
+  void set_unanswered_nodes(std::unordered_set<std::string> nodes) { unanswered_ = std::move(nodes); }
+
   // Ends a quarantine (safectl node release): resumes the node and records it.
   std::string release_node(const std::string& node, long long now);
 
@@ -91,6 +96,9 @@ class FailoverPlanner {
   void finish_without_failover(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta,
                                const Classification& c, const std::string& note, long long now);
   void advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
+  std::string step_launch_error_after_failover(const SlurmJob& job);
+  // False while the job still holds a node that does not answer (see the .cpp).
+  bool released_by_silent_nodes(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, long long now);
   std::string exclusions_for(const FailoverRecord& f, const TrackedJob& t, const SlurmJob& job, bool& wait_credential);
   // Adds an attempt's run time to its job, and for a failed attempt the work after its newest
   // complete checkpoint to the job's lost work (see lost_work.hpp).
@@ -114,6 +122,7 @@ class FailoverPlanner {
   std::map<std::string, QuarantineRecord> quarantined_;
   std::unordered_map<std::string, const SlurmNode*> node_index_;
   std::vector<SlurmNode> nodes_;
+  std::unordered_set<std::string> unanswered_;
   std::size_t bad_node_count_ = 0;  // safe_drain + quarantined nodes in this pass
   long long pass_ = 0;
   PlannerCounters counters_;

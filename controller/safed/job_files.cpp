@@ -3,7 +3,9 @@
 #include <jansson.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "common/checkpoint_scan.hpp"
 
@@ -24,6 +26,19 @@ long long LocalJobFiles::newest_checkpoint_time(const std::string& dir, const st
   std::string newest = newest_complete_checkpoint(dir, marker);
   if (newest.empty()) return 0;
   return stat_file(newest + "/" + marker).mtime;
+}
+
+std::string LocalJobFiles::tail(const std::string& path, std::size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  auto size = static_cast<std::size_t>(std::max<std::streamoff>(0, in.tellg()));
+  std::size_t from = size > max_bytes ? size - max_bytes : 0;
+  in.seekg(static_cast<std::streamoff>(from));
+  std::string out(size - from, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<std::size_t>(std::max<std::streamsize>(0, in.gcount())));
+  return out;
 }
 
 std::vector<NodeFault> LocalJobFiles::evidence(std::uint32_t job_id) {

@@ -25,6 +25,8 @@ class JobFiles {
   virtual long long newest_checkpoint_time(const std::string& dir, const std::string& marker) = 0;
   // Critical failing checks the prolog/epilog recorded for the job (kind "epilog").
   virtual std::vector<NodeFault> evidence(std::uint32_t job_id) = 0;
+  // The last `max_bytes` of a file ("" when it cannot be read).
+  virtual std::string tail(const std::string& path, std::size_t max_bytes) = 0;
 };
 
 // Real files; evidence from <evidence_dir>/<job_id>.json and <job_id>.*.json (safe-epilog).
@@ -34,6 +36,7 @@ class LocalJobFiles final : public JobFiles {
   FileProgress stat_file(const std::string& path) override;
   long long newest_checkpoint_time(const std::string& dir, const std::string& marker) override;
   std::vector<NodeFault> evidence(std::uint32_t job_id) override;
+  std::string tail(const std::string& path, std::size_t max_bytes) override;
 
  private:
   std::string evidence_dir_;

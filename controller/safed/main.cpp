@@ -187,6 +187,7 @@ int main(int argc, char** argv) {
           } catch (const std::exception& e) {
             log_line(std::string("safed: slurmd probe round failed: ") + e.what());
           }
+          planner.set_unanswered_nodes(detector.unanswered());
           for (const auto& line : detector.take_log()) log_line(line);
           health.probe_targets = targets.size();
           health.probe_round_ms =

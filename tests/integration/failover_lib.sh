@@ -29,6 +29,27 @@ end_trainer_test() {
     rm -rf "$work"
 }
 
+# all_nodes_in_service TIMEOUT_S: waits until every node of the cluster is in service (idle, mixed
+# or allocated). A failover test moves its job to spare nodes, and the nodes a job just left are
+# used only when no others can hold it (after Slurm's ~120 s credential expiry): a node an
+# earlier test left drained (the health checker resumes its own drains only after
+# health.pass_runs_before_resume clean runs) would turn the move into that wait.
+all_nodes_in_service() {
+    wait_for "! sinfo -h -N -o %T | grep -Evq '^(idle|mixed|allocated)\$'" "$1" "sinfo -N -o '%N %T %E'"
+}
+
+# own_cluster_dirs PREFIX: for a test that starts a cluster of its own: makes $dir (for the
+# cluster, /tmp/PREFIX.XXXXXX) and $work (scratch), and at exit stops that cluster and removes both.
+own_cluster_dirs() {
+    dir=$(mktemp -d "/tmp/$1.XXXXXX")
+    work=$(mktemp -d)
+    trap 'end_own_cluster' EXIT
+}
+end_own_cluster() {
+    "$SAFE_CLUSTER_BIN" down --dir "$dir" >/dev/null 2>&1 || true
+    rm -rf "$dir" "$work"
+}
+
 # write_trainer_script FILE: a batch script running safe-trainer on every node (one task each),
 # passing its arguments on. The batch shell ignores the checkpoint signal: safed signals the shell
 # and the steps, and only the trainer should act on it.

@@ -11,13 +11,7 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=failover_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/failover_lib.sh"
 
-dir=$(mktemp -d /tmp/sfnd.XXXXXX)
-work=$(mktemp -d)
-cleanup() {
-    "$SAFE_CLUSTER_BIN" down --dir "$dir" >/dev/null 2>&1 || true
-    rm -rf "$dir" "$work"
-}
-trap cleanup EXIT
+own_cluster_dirs sfnd
 # ReturnToService=1: Slurm itself returns only nodes it found not responding, so the dead node
 # comes back only if safed lifts its own DOWN (with the test cluster's usual 2 Slurm would).
 "$SAFE_CLUSTER_BIN" up --dir "$dir" --nodes 4 --safe --extra-conf ReturnToService=1 >/dev/null

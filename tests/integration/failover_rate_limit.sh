@@ -8,12 +8,7 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=failover_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/failover_lib.sh"
 
-dir=$(mktemp -d /tmp/sfrl.XXXXXX)
-cleanup() {
-    "$SAFE_CLUSTER_BIN" down --dir "$dir" >/dev/null 2>&1 || true
-    rm -rf "$dir"
-}
-trap cleanup EXIT
+own_cluster_dirs sfrl
 cat >"$dir/config.yaml" <<'YAML'
 failover:
   rate_limit_per_minute: 10

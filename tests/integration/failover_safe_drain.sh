@@ -21,6 +21,7 @@ cleanup() {
 }
 trap cleanup EXIT
 write_trainer_script "$work/job.sh"
+all_nodes_in_service 60
 
 # 20 steps/s, a checkpoint every 50 steps: the signal-driven checkpoint must beat the interval.
 jobid=$(sbatch --parsable -N2 --gpus-per-node=1 --safe-retries=2 --safe-ckpt-dir="$work/ckpt" \

@@ -29,6 +29,7 @@ cleanup() {
 }
 trap cleanup EXIT
 write_trainer_script "$work/job.sh"
+all_nodes_in_service 60
 
 # No checkpoint directory: the grace period (8 s) runs out in full, a window to kill safed in.
 jobid=$(sbatch --parsable -N2 --gpus-per-node=1 --safe-retries=3 --safe-ckpt-signal=USR1@8 \

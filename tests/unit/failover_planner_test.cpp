@@ -374,6 +374,99 @@ TEST_F(PlannerTest, HangWithoutOutputGrowthIsRequeuedAsInfraTransient) {
   EXPECT_EQ("infra_transient", store.job(7)->last_class);
 }
 
+// A node that died under a hung job but that Slurm has not yet set DOWN: requeueing now would
+// leave the old allocation completing there, and Slurm's later DOWN would break the requeued
+// job's GRES. The failover sets the node DOWN first and requeues once Slurm has released the job.
+class SilentNodeTest : public PlannerTest {
+ protected:
+  void hang_until_requeue_is_due() {
+    add_job(7, "n[1-2]", "safe: retries=0/2 health=standard sig=USR1@5 hang=20 gpus=2");
+    slurm.job(7)->std_out = "/out/%j.log";
+    files.files["/out/7.log"] = {true, 100, 0};
+    pass();
+    run_for(21);
+    ASSERT_EQ(1, slurm.count("signal 7"));
+    run_for(6);  // grace over
+  }
+  void expect_requeue_only_after_release() {
+    EXPECT_EQ(1, slurm.count("down n2 SaFE-unreachable:")) << ::testing::PrintToString(slurm.calls);
+    EXPECT_EQ(0, slurm.count("requeue 7")) << "the job still runs on the silent node";
+    end_job(7, SlurmJobState::node_fail);  // Slurm ends it for the DOWN node
+    slurm.job(7)->completing = true;
+    run_for(3);
+    EXPECT_EQ(0, slurm.count("requeue 7")) << "still completing: its resources are not released yet";
+    slurm.job(7)->completing = false;
+    run_for(1);
+    EXPECT_EQ(1, slurm.count("requeue 7"));
+    run_for(1);
+    EXPECT_NE(std::string::npos, last_update().find("exc=n2,n1")) << last_update();
+    EXPECT_EQ(1, slurm.count("down n2")) << "downed once";
+    ASSERT_EQ(1u, store.failovers(7).size());
+    EXPECT_EQ("node_fault", store.failovers(7)[0].failure_class);
+    EXPECT_EQ("n2", store.failovers(7)[0].bad_nodes);
+    EXPECT_EQ("node_fault", store.job(7)->last_class);
+  }
+};
+
+TEST_F(SilentNodeTest, HangOnANodeSlurmFlagsNotRespondingDownsItBeforeTheRequeue) {
+  slurm.node("n2")->down = slurm.node("n2")->not_responding = true;  // not yet state DOWN
+  hang_until_requeue_is_due();
+  expect_requeue_only_after_release();
+}
+
+TEST_F(SilentNodeTest, HangOnANodeTheProbesFoundSilentDownsItBeforeTheRequeue) {
+  planner->set_unanswered_nodes({"n2"});  // Slurm still thinks n2 is fine
+  hang_until_requeue_is_due();
+  expect_requeue_only_after_release();
+}
+
+TEST_F(SilentNodeTest, SafeDrainFailoverWaitsForANodeAlreadyDownToBeReleased) {
+  add_job(7, "n[1-2]");
+  pass();
+  drain("n1", "SaFE: gpu0 uncorrectable ECC=2");
+  slurm.node("n2")->down = slurm.node("n2")->state_down = true;  // Slurm downed it, job not yet ended
+  run_for(1);
+  files.checkpoints["/ck/1"] = now;
+  run_for(2);
+  EXPECT_EQ(0, slurm.count("down n2")) << "already DOWN in Slurm";
+  EXPECT_EQ(0, slurm.count("requeue 7"));
+  end_job(7, SlurmJobState::node_fail);
+  run_for(1);
+  EXPECT_EQ(1, slurm.count("requeue 7"));
+  run_for(1);
+  EXPECT_EQ("n1,n2", store.failovers(7).at(0).bad_nodes) << "the node Slurm downed is excluded too";
+  EXPECT_NE(std::string::npos, last_update().find("exc=n1,n2")) << last_update();
+}
+
+TEST_F(PlannerTest, AStepThatCannotLaunchRightAfterAFailoverIsNotAUserError) {
+  add_job(7, "n[1-2]");
+  slurm.job(7)->std_out = "/out/%j.log";
+  pass();
+  end_job(7, SlurmJobState::node_fail);
+  run_for(2);
+  ASSERT_EQ(1, slurm.count("requeue 7"));
+  start_again(7, "n[3-4]");
+  run_for(1);
+  std::string error = "srun: error: Unable to create step for job 7: Invalid generic resource (gres) specification";
+  files.contents["/out/7.log"] = "step 100\n" + error + "\n";
+  end_job(7, SlurmJobState::failed, 1);
+  run_for(12);  // past the backoff of a second failover
+  EXPECT_EQ(2, slurm.count("requeue 7"));
+  EXPECT_EQ("infra_transient", store.job(7)->last_class);
+  EXPECT_NE(std::string::npos, store.job(7)->last_evidence.find(error)) << store.job(7)->last_evidence;
+}
+
+TEST_F(PlannerTest, AStepThatCannotLaunchInAFirstAttemptIsTheUsersError) {
+  add_job(7, "n[1-2]");
+  slurm.job(7)->std_out = "/out/%j.log";
+  pass();
+  files.contents["/out/7.log"] = "srun: error: Unable to create step for job 7: Invalid generic resource (gres) specification\n";
+  end_job(7, SlurmJobState::failed, 1);
+  run_for(2);
+  EXPECT_EQ(0, slurm.count("requeue 7"));
+  EXPECT_EQ("user_error", store.job(7)->last_class);
+}
+
 TEST_F(PlannerTest, NonSafeJobsAreIgnored) {
   add_job(7, "n[1-2]", "an admin's note");
   pass();

@@ -34,6 +34,11 @@ JobFailure ended(JobEnd e, std::vector<NodeFault> faults = {}) {
   f.node_faults = std::move(faults);
   return f;
 }
+JobFailure step_launch_failed() {
+  JobFailure f = failed(1);
+  f.step_launch_error = "srun: error: Unable to create step for job 7: Invalid generic resource (gres) specification";
+  return f;
+}
 JobFailure killed(int signo) {
   JobFailure f;
   f.end = JobEnd::failed;
@@ -70,6 +75,8 @@ INSTANTIATE_TEST_SUITE_P(
         ClassCase{"RequeuedBySlurmNoFault", ended(JobEnd::requeued_by_slurm), FailureClass::unknown, "REQUEUED", false},
         ClassCase{"RunningOnDrainedNode", ended(JobEnd::running_on_bad_node, {kEcc}), FailureClass::node_fault, "ECC", true},
         ClassCase{"InfraExitCode", failed(75), FailureClass::infra_transient, "exit code 75", true},
+        ClassCase{"StepLaunchFailedAfterFailover", step_launch_failed(), FailureClass::infra_transient,
+                  "Invalid generic resource", true},
         ClassCase{"Hang", hung(), FailureClass::infra_transient, "hang: no output", true},
         ClassCase{"Timeout", ended(JobEnd::timeout), FailureClass::timeout, "TIMEOUT", false},
         ClassCase{"TimeoutEvenWithNodeFault", ended(JobEnd::timeout, {kEcc}), FailureClass::timeout, "TIMEOUT", false},

@@ -136,6 +136,11 @@ class FakeFiles : public JobFiles {
     return it == checkpoints.end() ? 0 : it->second;
   }
   std::vector<NodeFault> evidence(std::uint32_t id) override { return evidence_by_job[id]; }
+  std::map<std::string, std::string> contents;  // path -> text, for tail()
+  std::string tail(const std::string& path, std::size_t max_bytes) override {
+    const std::string& text = contents[path];
+    return text.size() > max_bytes ? text.substr(text.size() - max_bytes) : text;
+  }
 };
 
 }  // namespace safe::testing

@@ -63,5 +63,13 @@ TEST_F(JobFilesTest, NewestCompleteCheckpointAndProgress) {
   EXPECT_EQ("", heartbeat_path(""));
 }
 
+TEST_F(JobFilesTest, TailIsTheEndOfTheFile) {
+  write(dir / "out", "step 1\nsrun: error: Unable to create step for job 7: x\n");
+  LocalJobFiles files("");
+  EXPECT_EQ("srun: error: Unable to create step for job 7: x\n", files.tail((dir / "out").string(), 48));
+  EXPECT_EQ("step 1\nsrun: error: Unable to create step for job 7: x\n", files.tail((dir / "out").string(), 4096));
+  EXPECT_EQ("", files.tail((dir / "missing").string(), 4096));
+}
+
 }  // namespace
 }  // namespace safe
