@@ -21,6 +21,18 @@ json_t* when(const json_t* o, const char* k) {
   return json_string(buf);
 }
 
+// One event from safed's record `r` (an attempt or a failover): its attempt number, `time` from
+// the record's `time_key`.
+void append_event(json_t* events, const char* type, const json_t* r, const char* time_key, const std::string& msg) {
+  json_t* e = json_object();
+  json_set(e, "type", json_string(type));
+  json_set(e, "time", when(r, time_key));
+  json_set(e, "attempt", json_integer(json_integer_value(json_object_get(r, "attempt"))));
+  json_set(e, "message", json_str(msg));
+  json_set(e, "source", json_string("safed"));
+  json_array_append_new(events, e);
+}
+
 }  // namespace
 
 bool append_controller_events(const std::string& document, json_t* events) {
@@ -33,13 +45,7 @@ bool append_controller_events(const std::string& document, json_t* events) {
     std::string msg = text(a, "end_state").empty() ? "running on " + text(a, "nodes")
                                                    : text(a, "end_state") + " on " + text(a, "nodes");
     if (!text(a, "class").empty()) msg += "; classified " + text(a, "class") + " (" + text(a, "rule") + "): " + text(a, "evidence");
-    json_t* e = json_object();
-    json_set(e, "type", json_string("Attempt"));
-    json_set(e, "time", when(a, "end_time"));
-    json_set(e, "attempt", json_integer(json_integer_value(json_object_get(a, "attempt"))));
-    json_set(e, "message", json_str(msg));
-    json_set(e, "source", json_string("safed"));
-    json_array_append_new(events, e);
+    append_event(events, "Attempt", a, "end_time", msg);
   }
   for (std::size_t i = 0; i < json_array_size(failovers); ++i) {
     json_t* f = json_array_get(failovers, i);
@@ -47,13 +53,7 @@ bool append_controller_events(const std::string& document, json_t* events) {
     if (json_is_integer(json_object_get(f, "mttr_s")))
       msg += ", running again after " + std::to_string(json_integer_value(json_object_get(f, "mttr_s"))) + " s";
     if (!text(f, "evidence").empty()) msg += " (" + text(f, "evidence") + ")";
-    json_t* e = json_object();
-    json_set(e, "type", json_string("Failover"));
-    json_set(e, "time", when(f, "fault_time"));
-    json_set(e, "attempt", json_integer(json_integer_value(json_object_get(f, "attempt"))));
-    json_set(e, "message", json_str(msg));
-    json_set(e, "source", json_string("safed"));
-    json_array_append_new(events, e);
+    append_event(events, "Failover", f, "fault_time", msg);
   }
   return true;
 }

@@ -11,24 +11,16 @@
 #include "kube-bridge/bridge_api.hpp"
 #include "kube-bridge/openapi_document.hpp"
 #include "kube-bridge/slurm_workload.hpp"
+#include "tests/unit/fake_user_directory.hpp"
 
 namespace safe::bridge {
 namespace {
 
-class FakeUsers : public UserDirectory {
+class FakeUsers : public FakeUserDirectory {
  public:
-  std::map<std::string, UserRecord> users{{"alice", {"alice", 1001, 1001, {}}},
-                                          {"bob", {"bob", 1002, 1002, {}}},
-                                          {"root", {"root", 0, 0, {}}}};
-  std::optional<UserRecord> by_name(const std::string& n) override {
-    auto it = users.find(n);
-    return it == users.end() ? std::nullopt : std::optional(it->second);
-  }
-  std::optional<UserRecord> by_uid(uid_t uid) override {
-    for (auto& [n, u] : users)
-      if (u.uid == uid) return u;
-    return std::nullopt;
-  }
+  FakeUsers()
+      : FakeUserDirectory(
+            {{"alice", {"alice", 1001, 1001, {}}}, {"bob", {"bob", 1002, 1002, {}}}, {"root", {"root", 0, 0, {}}}}) {}
 };
 
 // "Munge as-NAME" authenticates NAME.

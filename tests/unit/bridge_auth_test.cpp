@@ -7,6 +7,7 @@
 
 #include "kube-bridge/authenticator.hpp"
 #include "kube-bridge/base64.hpp"
+#include "tests/unit/fake_user_directory.hpp"
 
 namespace safe::bridge {
 namespace {
@@ -38,18 +39,9 @@ std::string make_token(const std::string& key, const std::string& claims, const 
 const std::string kKey(32, 'k');
 constexpr std::time_t kNow = 1'800'000'000;
 
-class FakeUsers : public UserDirectory {
+class FakeUsers : public FakeUserDirectory {
  public:
-  std::map<std::string, UserRecord> users{{"alice", {"alice", 1001, 1001, {"ml"}}}, {"root", {"root", 0, 0, {}}}};
-  std::optional<UserRecord> by_name(const std::string& n) override {
-    auto it = users.find(n);
-    return it == users.end() ? std::nullopt : std::optional(it->second);
-  }
-  std::optional<UserRecord> by_uid(uid_t uid) override {
-    for (auto& [n, u] : users)
-      if (u.uid == uid) return u;
-    return std::nullopt;
-  }
+  FakeUsers() : FakeUserDirectory({{"alice", {"alice", 1001, 1001, {"ml"}}}, {"root", {"root", 0, 0, {}}}}) {}
 };
 
 class FakeMunge : public MungeDecoder {
