@@ -560,17 +560,22 @@ std::string FailoverPlanner::step_launch_error_after_failover(const SlurmJob& jo
 // none of its nodes any more.
 bool FailoverPlanner::released_by_silent_nodes(FailoverRecord& f, TrackedJob& t, const SlurmJob& job,
                                                long long now) {
-  if (job.state != SlurmJobState::running && !job.completing) return true;
+  // Still on its nodes: running, or winding down. Once released, only the blame is recorded.
+  bool holding = job.state == SlurmJobState::running || job.completing;
   bool wait = false;
   for (const std::string& name : expand_hostlist(job.nodes.empty() ? t.attempt_nodes : job.nodes)) {
     const SlurmNode* n = node(name);
     bool unanswered = unanswered_.count(name) > 0;
     if (!n || !(n->down || unanswered)) continue;
-    wait = true;
+    wait = wait || holding;
     std::string reason = n->reason;
     if (!n->state_down) {
-      std::string why = unanswered ? "slurmd did not answer safed's probe" : "Slurm reports it not responding";
-      reason = std::string(kUnreachablePrefix) + " " + why + " when job " + std::to_string(job.id) + " failed over";
+      // Slurm's own "not responding" is one missed ping, common on a busy node: Slurm either
+      // clears it or sets the node DOWN itself after SlurmdTimeout, so the requeue just waits.
+      // Only safed's probes (several failures in a row) are enough to take a node out here.
+      if (!unanswered || !holding) continue;
+      reason = std::string(kUnreachablePrefix) + " slurmd did not answer safed's probe when job " +
+               std::to_string(job.id) + " failed over";
       checkpoint_store();
       std::string err = slurm_.down_node(name, reason);
       log_action(now, job.id, name, "node down", reason + (err.empty() ? "" : ": " + err), err.empty());

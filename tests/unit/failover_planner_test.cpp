@@ -376,7 +376,8 @@ TEST_F(PlannerTest, HangWithoutOutputGrowthIsRequeuedAsInfraTransient) {
 
 // A node that died under a hung job but that Slurm has not yet set DOWN: requeueing now would
 // leave the old allocation completing there, and Slurm's later DOWN would break the requeued
-// job's GRES. The failover sets the node DOWN first and requeues once Slurm has released the job.
+// job's GRES. The failover waits: it sets a node its probes found dead DOWN itself, leaves one
+// that Slurm only flags not responding to Slurm, and requeues once Slurm has released the job.
 class SilentNodeTest : public PlannerTest {
  protected:
   void hang_until_requeue_is_due() {
@@ -408,10 +409,36 @@ class SilentNodeTest : public PlannerTest {
   }
 };
 
-TEST_F(SilentNodeTest, HangOnANodeSlurmFlagsNotRespondingDownsItBeforeTheRequeue) {
+// Slurm's own "not responding" (a missed ping) is not enough for safed to DOWN a node: the
+// requeue waits, and Slurm sets the node DOWN itself after SlurmdTimeout (or clears the flag).
+TEST_F(SilentNodeTest, HangOnANodeSlurmFlagsNotRespondingWaitsForSlurmsDown) {
   slurm.node("n2")->down = slurm.node("n2")->not_responding = true;  // not yet state DOWN
   hang_until_requeue_is_due();
-  expect_requeue_only_after_release();
+  run_for(5);
+  EXPECT_EQ(0, slurm.count("down n2")) << ::testing::PrintToString(slurm.calls);
+  EXPECT_EQ(0, slurm.count("requeue 7")) << "the job still runs on the silent node";
+  slurm.node("n2")->state_down = true;  // SlurmdTimeout passed: Slurm sets it DOWN and ends the job
+  end_job(7, SlurmJobState::node_fail);
+  run_for(1);
+  EXPECT_EQ(1, slurm.count("requeue 7"));
+  run_for(1);
+  EXPECT_NE(std::string::npos, last_update().find("exc=n2,n1")) << last_update();
+  EXPECT_EQ(0, slurm.count("down n2")) << "Slurm downed it, not safed";
+  ASSERT_EQ(1u, store.failovers(7).size());
+  EXPECT_EQ("node_fault", store.failovers(7)[0].failure_class);
+  EXPECT_EQ("n2", store.failovers(7)[0].bad_nodes);
+}
+
+// A missed ping that Slurm clears again: the failover goes on as if nothing had happened.
+TEST_F(SilentNodeTest, ANotRespondingFlagSlurmClearsOnlyDelaysTheRequeue) {
+  slurm.node("n2")->down = slurm.node("n2")->not_responding = true;
+  hang_until_requeue_is_due();
+  EXPECT_EQ(0, slurm.count("requeue 7"));
+  slurm.node("n2")->down = slurm.node("n2")->not_responding = false;
+  run_for(2);
+  EXPECT_EQ(1, slurm.count("requeue 7"));
+  EXPECT_EQ(0, slurm.count("down n2"));
+  EXPECT_EQ("infra_transient", store.failovers(7)[0].failure_class) << "a hang, no node at fault";
 }
 
 TEST_F(SilentNodeTest, HangOnANodeTheProbesFoundSilentDownsItBeforeTheRequeue) {
