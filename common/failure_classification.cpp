@@ -64,6 +64,12 @@ const std::vector<Rule>& rules() {
       {"preempted by the scheduler", FailureClass::preempted,
        [](const JobFailure& f, const FailoverConfig&) { return f.end == JobEnd::preempted; },
        [](const JobFailure&) { return std::string("job state PREEMPTED"); }},
+      // The gate kept the job off a bad GPU: nothing of the user's ran, so nothing was lost.
+      {"refused by the prolog gate before it started", FailureClass::node_fault,
+       [](const JobFailure& f, const FailoverConfig&) { return f.end == JobEnd::refused_by_prolog; },
+       [](const JobFailure& f) {
+         return describe_faults(f.node_faults) + (f.node_faults.empty() ? "" : " ") + "(refused by safe-prolog)";
+       }},
       {"node fault during the job", FailureClass::node_fault,
        [](const JobFailure& f, const FailoverConfig&) {
          return !f.node_faults.empty() && !ended_by_user_or_scheduler(f.end);
@@ -139,6 +145,7 @@ std::string_view to_string(JobEnd e) {
     case JobEnd::cancelled: return "CANCELLED";
     case JobEnd::out_of_memory: return "OUT_OF_MEMORY";
     case JobEnd::requeued_by_slurm: return "REQUEUED";
+    case JobEnd::refused_by_prolog: return "PROLOG_REFUSED";
     case JobEnd::running_on_bad_node: return "RUNNING";
     case JobEnd::hung: return "RUNNING";
   }

@@ -31,6 +31,7 @@ enum class JobEnd {
   cancelled,       // CANCELLED (scancel, or an admin)
   out_of_memory,   // OUT_OF_MEMORY
   requeued_by_slurm,  // Slurm requeued it on its own (e.g. a node died under a --requeue job)
+  refused_by_prolog,  // safe-prolog refused it before it started (its GPU gate) and Slurm requeued it
   running_on_bad_node,  // still running, but one of its nodes got a SaFE drain
   hung,            // still running, but made no progress for its hang timeout
 };
@@ -40,7 +41,8 @@ std::string_view to_string(JobEnd e);
 // A fault SaFE saw on one of the job's nodes during the job's run (between its start and end).
 struct NodeFault {
   std::string node;
-  std::string kind;    // "safe_drain" (health checker), "quarantine", "down" (Slurm), "epilog" (evidence)
+  std::string kind;    // "safe_drain" (health checker), "quarantine", "down" (Slurm), "epilog" (evidence),
+                       // "prolog" (the prolog gate's refusal)
   std::string detail;  // the drain reason or the failing check, e.g. "SaFE: gpu0 uncorrectable ECC=2"
 };
 

@@ -2,6 +2,7 @@
 
 #include <syslog.h>
 
+#include <charconv>
 #include <ctime>
 #include <sstream>
 
@@ -58,6 +59,14 @@ GpuQuery query(const GateOptions& o, ProcessRunner& runner) {
                     std::chrono::seconds(o.config.health.gate_timeout_s));
 }
 
+// Which run of the job this is (SLURM_JOB_RESTART_COUNT); -1 when Slurm did not say.
+int restart_count(const std::map<std::string, std::string>& env) {
+  std::string text = get(env, "SLURM_JOB_RESTART_COUNT");
+  int n = -1;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  return ec == std::errc() && end == text.data() + text.size() && n >= 0 ? n : -1;
+}
+
 std::vector<int> job_gpus(const GateOptions& o, std::ostream& log, const char* component) {
   std::string text = get(o.env, "SLURM_JOB_GPUS");
   auto gpus = parse_job_gpus(text);
@@ -96,20 +105,27 @@ int run_prolog(const GateOptions& o, ProcessRunner& runner, SlurmNodeControl& sl
   e.job_id = get(o.env, "SLURM_JOB_ID");
   e.node = o.node;
   e.stage = "prolog";
+  e.restart_count = restart_count(o.env);
   e.time = static_cast<long long>(std::time(nullptr));
   e.health_level = std::string(to_string(level));
   e.gpus = gpus;
   e.gpu_query = std::string(outcome_name(q.outcome));
   e.failing = gate.blocking;
-  e.action = drain_for(o, slurm, gate.blocking.front(), log, "safe-prolog");
+  e.action = "refuse";
   e.reason = own_reason(gate.blocking.front().detail);
+  // The evidence is on disk before the drain: safed, seeing the job on a freshly drained node,
+  // must already know the prolog refused it (no failover: Slurm requeues it, and it costs the job
+  // no retry). Written again below with what the drain did.
+  std::string error;
+  if (!e.job_id.empty() && !write_evidence(o.config.health.state_dir, e, error))
+    log << "safe-prolog: cannot write evidence: " << error << "\n";
+  e.action = drain_for(o, slurm, gate.blocking.front(), log, "safe-prolog");
   std::ostringstream refused;
   refused << "safe-prolog: " << o.node << ": job " << e.job_id << " refused: " << gate.blocking.front().detail
           << " (Slurm requeues it on another node)";
   log << refused.str() << "\n";
   syslog(LOG_WARNING, "%s", refused.str().c_str());  // slurmd keeps no prolog output
-  std::string error;
-  if (!e.job_id.empty() && !write_evidence(o.config.health.state_dir, e, error))
+  if (!e.job_id.empty() && error.empty() && !write_evidence(o.config.health.state_dir, e, error))
     log << "safe-prolog: cannot write evidence: " << error << "\n";
   return 1;
 }

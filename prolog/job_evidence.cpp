@@ -15,6 +15,7 @@ std::string to_json(const JobEvidence& e) {
   json_object_set_new(root, "job_id", json_string(e.job_id.c_str()));
   json_object_set_new(root, "node", json_string(e.node.c_str()));
   json_object_set_new(root, "stage", json_string(e.stage.c_str()));
+  if (e.restart_count >= 0) json_object_set_new(root, "restart_count", json_integer(e.restart_count));
   json_object_set_new(root, "time", json_integer(e.time));
   json_object_set_new(root, "health_level", json_string(e.health_level.c_str()));
   json_t* gpus = json_array();

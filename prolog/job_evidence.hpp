@@ -13,13 +13,14 @@ struct JobEvidence {
   std::string job_id;
   std::string node;
   std::string stage;  // "prolog" or "epilog"
+  int restart_count = -1;  // Slurm's restart count of the job's run (SLURM_JOB_RESTART_COUNT), -1 unknown
   long long time = 0;  // unix seconds
   std::string health_level;
   std::vector<int> gpus;
   std::string gpu_query;  // ok, timed_out, failed, no_backend
   std::vector<CheckResult> failing;  // failed checks on the job's GPUs
   std::vector<int> stray_pids_killed;
-  std::string action;  // drain, none
+  std::string action;  // drain, none, drain-failed; "refuse" while the prolog has not drained yet
   std::string reason;
 };
 

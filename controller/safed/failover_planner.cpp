@@ -377,8 +377,19 @@ void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, 
         if (c == NodeCondition::safe_drain || c == NodeCondition::quarantined)
           failure.node_faults.push_back({n, std::string(to_string(c)), it->second->reason});
       }
-      if (!failure.node_faults.empty()) start_failover(t, job, meta, failure, now);
-      else check_hang(t, job, meta, now);
+      // A run the prolog is refusing shows as running on the node it just drained: Slurm requeues
+      // it as soon as the prolog exits, and the pending pass below takes it from there.
+      if (!failure.node_faults.empty() && !files_.prolog_refusal(job.id, job.restart_cnt))
+        start_failover(t, job, meta, failure, now);
+      else if (failure.node_faults.empty())
+        check_hang(t, job, meta, now);
+    } else if (std::optional<NodeFault> refusal;
+               job.state == SlurmJobState::pending && job.restart_cnt > 0 &&
+               t.classified_attempt < job.restart_cnt - 1 && (refusal = refusal_of_previous_run(t, job))) {
+      JobFailure failure;
+      failure.end = JobEnd::refused_by_prolog;
+      failure.node_faults.push_back(*refusal);
+      start_failover(t, job, meta, failure, now);
     } else if (job.state == SlurmJobState::pending && job.restart_cnt > 0 && t.running_attempt == job.restart_cnt - 1 &&
                t.classified_attempt < job.restart_cnt - 1) {
       // Slurm requeued it on its own (a node died under a --requeue job).
@@ -439,10 +450,24 @@ void FailoverPlanner::check_hang(TrackedJob& t, const SlurmJob& job, const JobMe
   start_failover(t, job, meta, failure, now);
 }
 
+std::optional<NodeFault> FailoverPlanner::refusal_of_previous_run(TrackedJob& t, const SlurmJob& job) {
+  int run = job.restart_cnt - 1;
+  if (t.prolog_checked == run) return std::nullopt;
+  t.prolog_checked = run;
+  return files_.prolog_refusal(job.id, run);
+}
+
 void FailoverPlanner::start_failover(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta,
                                      const JobFailure& failure, long long now) {
-  bool by_slurm = failure.end == JobEnd::requeued_by_slurm;
+  // A run the prolog refused never started: it is failed over like one Slurm requeued after a
+  // node fault, but costs the job no retry.
+  bool refused = failure.end == JobEnd::refused_by_prolog;
+  bool by_slurm = failure.end == JobEnd::requeued_by_slurm || refused;
   int attempt = by_slurm ? job.restart_cnt - 1 : job.restart_cnt;
+  if (refused && t.running_attempt != attempt) {  // safed never saw it run: it knows the refusing node
+    t.attempt_nodes = failure.node_faults.front().node;
+    t.attempt_start = now;
+  }
   std::string nodes = by_slurm || job.nodes.empty() ? t.attempt_nodes : job.nodes;
   Classification c = classify_failure(failure, config_.failover);
   std::string cls(to_string(c.failure_class));
@@ -467,7 +492,7 @@ void FailoverPlanner::start_failover(TrackedJob& t, const SlurmJob& job, const J
     finish_without_failover(t, job, meta, c, "not retried: " + cls + " is not in failover.retry_classes", now);
     return;
   }
-  if (t.record.retries_used >= meta.settings.retries) {
+  if (!refused && t.record.retries_used >= meta.settings.retries) {
     ++counters_.refused_exhausted;
     finish_without_failover(t, job, meta, c,
                             "not retried: retries exhausted (" + std::to_string(t.record.retries_used) + "/" +
@@ -498,6 +523,11 @@ void FailoverPlanner::start_failover(TrackedJob& t, const SlurmJob& job, const J
   f.requeue_time = by_slurm ? now : 0;
   f.workspace = t.record.workspace;
   f.gpus = t.record.gpus;
+  f.uses_retry = !refused;
+  // Slurm revoked the job's credential on all the nodes of the refused run; safed knows only the
+  // refusing one unless it saw the run, so a multi-node job waits that out as Slurm would.
+  if (refused && t.running_attempt != attempt && job.num_nodes > 1)
+    f.not_before = std::max(f.not_before, now + kCredentialExpiry_s);
   store_.put_failover(f);
   t.record.state = "failing_over";
   auto& open = open_[{job.id, attempt}] = f;
@@ -745,7 +775,7 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         long long start = std::max(now, f.not_before);
         if (wait_credential) start = std::max(start, (f.requeue_time ? f.requeue_time : now) + kCredentialExpiry_s);
         JobMetadata m = meta;
-        m.retries_used = t.record.retries_used + 1;
+        m.retries_used = t.record.retries_used + (f.uses_retry ? 1 : 0);
         m.last_failure = f.failure_class + " " + f.evidence;
         JobChange change;
         change.id = job.id;

@@ -43,6 +43,7 @@ struct TrackedJob {
   std::string nodes_text;     // as last expanded into `node_names`
   std::vector<std::string> node_names;
   long long expected_start = 0;  // StartTime safed set after a requeue, until the job runs
+  int prolog_checked = -1;  // restart count of the run whose prolog evidence a pending pass read
   // hang detection
   long long output_size = -1, heartbeat_mtime = 0, last_progress = 0;
 };
@@ -91,6 +92,8 @@ class FailoverPlanner {
   void record_fault(const SlurmNode& n, NodeCondition c, long long now);
   void observe_job(const SlurmJob& job, const JobMetadata& meta, long long now);
   std::vector<NodeFault> faults_during(const std::string& nodes, long long from, std::uint32_t job_id);
+  // The prolog's refusal of the run before the job's current (pending) one, read once per run.
+  std::optional<NodeFault> refusal_of_previous_run(TrackedJob& t, const SlurmJob& job);
   void start_failover(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, const JobFailure& failure,
                       long long now);
   void finish_without_failover(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta,

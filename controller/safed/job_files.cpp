@@ -68,4 +68,23 @@ std::vector<NodeFault> LocalJobFiles::evidence(std::uint32_t job_id) {
   return out;
 }
 
+std::optional<NodeFault> LocalJobFiles::prolog_refusal(std::uint32_t job_id, int restart_count) {
+  if (evidence_dir_.empty()) return std::nullopt;
+  std::string path = evidence_dir_ + "/" + std::to_string(job_id) + ".prolog.json";
+  json_error_t err;
+  json_t* root = json_load_file(path.c_str(), 0, &err);
+  if (!root) return std::nullopt;
+  std::optional<NodeFault> out;
+  json_t* run = json_object_get(root, "restart_count");
+  json_t* first = json_array_get(json_object_get(root, "failing_checks"), 0);
+  const char* node = json_string_value(json_object_get(root, "node"));
+  if (json_is_integer(run) && json_integer_value(run) == restart_count && node && first) {
+    const char* c = json_string_value(json_object_get(first, "check"));
+    const char* d = json_string_value(json_object_get(first, "detail"));
+    out = NodeFault{node, "prolog", std::string(c ? c : "") + " " + (d ? d : "")};
+  }
+  json_decref(root);
+  return out;
+}
+
 }  // namespace safe

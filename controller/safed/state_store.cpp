@@ -72,7 +72,7 @@ CREATE TABLE IF NOT EXISTS attempts (
 CREATE TABLE IF NOT EXISTS failovers (
   job_id INTEGER, attempt INTEGER, failure_class TEXT, evidence TEXT, bad_nodes TEXT, phase TEXT,
   fault_time INTEGER, signal_time INTEGER, requeue_time INTEGER, running_again_time INTEGER,
-  not_before INTEGER, workspace TEXT, gpus INTEGER, PRIMARY KEY (job_id, attempt));
+  not_before INTEGER, workspace TEXT, gpus INTEGER, uses_retry INTEGER DEFAULT 1, PRIMARY KEY (job_id, attempt));
 CREATE TABLE IF NOT EXISTS node_faults (
   node TEXT, time INTEGER, kind TEXT, detail TEXT, UNIQUE (node, time, detail));
 CREATE INDEX IF NOT EXISTS node_faults_by_node ON node_faults (node, time);
@@ -84,7 +84,7 @@ CREATE INDEX IF NOT EXISTS actions_by_job ON actions (job_id);
 
 constexpr const char* kFailoverColumns =
     "job_id, attempt, failure_class, evidence, bad_nodes, phase, fault_time, signal_time, requeue_time, "
-    "running_again_time, not_before, workspace, gpus";
+    "running_again_time, not_before, workspace, gpus, uses_retry";
 
 FailoverRecord read_failover(Statement& q) {
   FailoverRecord f;
@@ -101,6 +101,7 @@ FailoverRecord read_failover(Statement& q) {
   f.not_before = q.i(10);
   f.workspace = q.s(11);
   f.gpus = q.i(12);
+  f.uses_retry = q.i(13) != 0;
   return f;
 }
 
@@ -173,13 +174,18 @@ StateStore::StateStore(const std::string& path) {
   exec("PRAGMA journal_mode=WAL");
   exec("PRAGMA synchronous=NORMAL");
   exec(kSchema);
-  // A store written before lost work was kept: add its column.
-  bool has_lost = false;
+  // A store written by an older safed: add the columns it lacks.
+  add_column("jobs", "lost_seconds", "INTEGER DEFAULT 0");
+  add_column("failovers", "uses_retry", "INTEGER DEFAULT 1");
+}
+
+void StateStore::add_column(const std::string& table, const std::string& column, const std::string& type) {
+  bool has = false;
   {
-    Statement q(db_, prepare("SELECT name FROM pragma_table_info('jobs')"));
-    while (q.step()) has_lost = has_lost || q.s(0) == "lost_seconds";
+    Statement q(db_, prepare("SELECT name FROM pragma_table_info('" + table + "')"));
+    while (q.step()) has = has || q.s(0) == column;
   }
-  if (!has_lost) exec("ALTER TABLE jobs ADD COLUMN lost_seconds INTEGER DEFAULT 0");
+  if (!has) exec(("ALTER TABLE " + table + " ADD COLUMN " + column + " " + type).c_str());
 }
 
 StateStore::~StateStore() {
@@ -245,9 +251,11 @@ std::vector<AttemptRecord> StateStore::attempts(std::uint32_t job_id) {
 }
 
 void StateStore::put_failover(const FailoverRecord& f) {
-  Statement(db_, prepare("INSERT OR REPLACE INTO failovers VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"))
+  Statement(db_, prepare(std::string("INSERT OR REPLACE INTO failovers (") + kFailoverColumns +
+                         ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"))
       .bind_all(f.job_id, f.attempt, f.failure_class, f.evidence, f.bad_nodes, to_string(f.phase), f.fault_time,
-                f.signal_time, f.requeue_time, f.running_again_time, f.not_before, f.workspace, f.gpus)
+                f.signal_time, f.requeue_time, f.running_again_time, f.not_before, f.workspace, f.gpus,
+                f.uses_retry ? 1 : 0)
       .run();
 }
 

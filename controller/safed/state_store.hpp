@@ -55,6 +55,7 @@ struct FailoverRecord {
   long long not_before = 0;  // backoff: do not requeue before this time
   std::string workspace;
   long long gpus = 0;
+  bool uses_retry = true;  // false for a run the prolog refused: it never started
 };
 
 struct NodeFaultRecord {
@@ -115,6 +116,7 @@ class StateStore {
 
  private:
   void exec(const char* sql);
+  void add_column(const std::string& table, const std::string& column, const std::string& type);
   sqlite3_stmt* prepare(const std::string& sql);
   sqlite3* db_ = nullptr;
   std::unordered_map<std::string, sqlite3_stmt*> statements_;

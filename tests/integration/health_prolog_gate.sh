@@ -2,7 +2,8 @@
 # The prolog GPU gate on a fresh 2-node cluster: a job placed on a node whose allocated GPU is
 # broken is refused by safe-prolog, the node is drained with a SaFE reason, Slurm requeues the
 # job (nohold_on_prolog_fail) and it runs on the other node; evidence is written for the
-# controller, and safe-healthcheck later resumes the node it did not drain itself.
+# controller, safed starts the job again at once without spending a retry, and safe-healthcheck
+# later resumes the node it did not drain itself.
 # The periodic checker is told to wait 100 runs before draining on this fault
 # (fail_runs_before_drain), so the drain here is the prolog's alone.
 set -euo pipefail
@@ -24,6 +25,11 @@ health=$dir/health
 
 reason_of() { scontrol show node -o "$1" | sed -n 's/.* Reason=\(.*\) \[[^]]*@[^]]*\]$/\1/p'; }
 job_field() { scontrol show job "$jid" | grep -o " $1=[^ ]*" | head -1 | cut -d= -f2; }
+# What Slurm did with the job, for a failure message: its record and its log lines.
+job_story() {
+    scontrol show job "$jid"
+    grep -h -e "JobId=$jid[ ,]" -e "job $jid[ ,]" -e "jobid $jid[ ,]" "$dir"/log/slurmctld.log "$dir"/log/slurmd-*.log | tail -40
+}
 
 # A node's first health run is the startup run; wait until both have had a normal one.
 wait_for "[[ \$(jq -r .startup_run $health/n1.last.json) == false && \$(jq -r .startup_run $health/n2.last.json) == false ]]" 30
@@ -36,14 +42,18 @@ safectl inject --node n1 --gpu 0 --fault xgmi >/dev/null
 jid=$(sbatch --parsable -N1 --gpus=1 -o "$tmp/out" --wrap 'echo "ran on $SLURMD_NODENAME"')
 
 wait_for '[[ $(reason_of n1) == "SaFE: gpu0 1 of 7 XGMI/NVLink links down" ]]' 30
-wait_for '[[ $(job_field Restarts) -ge 1 ]]' 30
+wait_for '[[ $(job_field Restarts) -ge 1 ]]' 30 job_story
 assert_eq n1 "$(jq -r .node "$health/evidence/$jid.prolog.json")" "prolog evidence node"
 assert_eq xgmi "$(jq -r '.failing_checks[0].check' "$health/evidence/$jid.prolog.json")" "prolog evidence check"
 
-# Slurm 22.05 holds a requeued job back by ~2 minutes (BeginTime); safed starts it at once with
-# StartTime=now, which this test does in its place.
-scontrol update jobid="$jid" StartTime=now
-wait_for '[[ $(job_field JobState) == COMPLETED ]]' 60
+# Slurm 22.05 holds a requeued job back by ~2 minutes (BeginTime); safed starts it at once. The
+# refused run costs the job no retry, and it has none to spend (no workspace: retries=0/0), so
+# safed must not hold it either.
+wait_for '[[ $(job_field JobState) == COMPLETED ]]' 40 job_story
+assert_contains "$(scontrol show job "$jid")" "retries=0/0"
+assert_contains "$(scontrol show job "$jid")" "(refused by safe-prolog)"
+assert_contains "$(safectl job "$jid")" "PROLOG_REFUSED"
+assert_eq 0 "$(jq -r .restart_count "$health/evidence/$jid.prolog.json")" "run the prolog refused"
 assert_eq n2 "$(job_field NodeList)" "node the job finally ran on"
 assert_contains "$(cat "$tmp/out")" "ran on n2"
 wait_for "[[ -f $health/evidence/$jid.json ]]" 10

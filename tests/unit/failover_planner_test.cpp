@@ -199,6 +199,63 @@ TEST_F(PlannerTest, NodeDeathRequeuedBySlurmStartsAtOnceAwayFromIt) {
   EXPECT_NE(std::string::npos, last_update().find("retries=1/3"));
 }
 
+// safe-prolog refused the run on n1 (a GPU broke between health checks) and Slurm requeued it.
+constexpr const char* kNoRetries = "safe: ws=ml retries=0/0 health=standard sig=USR1@30 hang=0 gpus=1";
+NodeFault xgmi_refusal() { return {"n1", "prolog", "xgmi gpu0 1 of 7 XGMI/NVLink links down"}; }
+
+TEST_F(PlannerTest, PrologRefusalCostsNoRetryAndStartsTheJobAtOnceAwayFromTheNode) {
+  SlurmJob& job = add_job(7, "n1", kNoRetries);
+  job.num_nodes = 1;
+  pass();  // Slurm shows the job running while its prolog runs
+  files.prolog_refusals[{7, 0}] = xgmi_refusal();
+  drain("n1", "SaFE: gpu0 1 of 7 XGMI/NVLink links down");
+  run_for(2);
+  EXPECT_TRUE(slurm.calls.empty()) << "no failover of a run the prolog refuses: Slurm requeues it";
+  SlurmJob* j = slurm.job(7);
+  j->state = SlurmJobState::pending;
+  j->restart_cnt = 1;
+  j->start_time = now + 120;
+  j->nodes.clear();
+  run_for(1);
+  EXPECT_EQ("update 7 exc=n1 start=now comment=safe: ws=ml retries=0/0 health=standard sig=USR1@30 hang=0 gpus=1 "
+            "last=node_fault n1 xgmi gpu0 1 of 7 XGMI/NVLink links down (refused by safe-prolog)",
+            last_update())
+      << "not held although the job has no retries: the refused run never started";
+  start_again(7, "n2");
+  run_for(2);
+  EXPECT_EQ(0, store.job(7)->retries_used);
+  EXPECT_EQ("PROLOG_REFUSED", store.attempts(7).at(0).end_state);
+  EXPECT_EQ("node_fault", store.attempts(7).at(0).failure_class);
+  EXPECT_FALSE(store.failover(7, 0)->uses_retry);
+  EXPECT_EQ(1u, planner->counters().mttr_samples.size());
+}
+
+TEST_F(PlannerTest, PrologRefusalOfARunSafedNeverSawRunning) {
+  SlurmJob& job = add_job(7, "", kNoRetries);
+  job.state = SlurmJobState::pending;
+  job.restart_cnt = 1;
+  job.num_nodes = 1;
+  files.prolog_refusals[{7, 0}] = xgmi_refusal();
+  run_for(1);
+  EXPECT_NE(std::string::npos, last_update().find("update 7 exc=n1 start=now"));
+  // A multi-node job's other nodes revoked its credential, and safed does not know which they were.
+  SlurmJob& wide = add_job(8, "", kNoRetries);
+  wide.state = SlurmJobState::pending;
+  wide.restart_cnt = 1;
+  files.prolog_refusals[{8, 0}] = xgmi_refusal();
+  run_for(1);
+  EXPECT_NE(std::string::npos, last_update().find("update 8 exc=n1 start=+121"));
+}
+
+TEST_F(PlannerTest, APendingRequeuedJobHasItsPrologEvidenceReadOnce) {
+  SlurmJob& job = add_job(7, "", kNoRetries);
+  job.state = SlurmJobState::pending;
+  job.restart_cnt = 1;
+  run_for(10);
+  EXPECT_EQ(1, files.prolog_reads);
+  EXPECT_TRUE(slurm.calls.empty());
+}
+
 TEST_F(PlannerTest, WaitsForTheOldRunToWindDownAndLiftsAHoldSlurmPutsBack) {
   add_job(7, "n[1-2]");
   pass();

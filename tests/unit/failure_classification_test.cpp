@@ -73,6 +73,8 @@ INSTANTIATE_TEST_SUITE_P(
         ClassCase{"BootFail", ended(JobEnd::boot_fail), FailureClass::node_fault, "BOOT_FAIL", true},
         ClassCase{"RequeuedBySlurmAfterNodeDeath", ended(JobEnd::requeued_by_slurm, {kDown}), FailureClass::node_fault, "n2", true},
         ClassCase{"RequeuedBySlurmNoFault", ended(JobEnd::requeued_by_slurm), FailureClass::unknown, "REQUEUED", false},
+        ClassCase{"RefusedByProlog", ended(JobEnd::refused_by_prolog, {kEcc}), FailureClass::node_fault,
+                  "n3 SaFE: gpu2 uncorrectable ECC=2 (refused by safe-prolog)", true},
         ClassCase{"RunningOnDrainedNode", ended(JobEnd::running_on_bad_node, {kEcc}), FailureClass::node_fault, "ECC", true},
         ClassCase{"InfraExitCode", failed(75), FailureClass::infra_transient, "exit code 75", true},
         ClassCase{"StepLaunchFailedAfterFailover", step_launch_failed(), FailureClass::infra_transient,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -140,6 +141,13 @@ class FakeFiles : public JobFiles {
   std::string tail(const std::string& path, std::size_t max_bytes) override {
     const std::string& text = contents[path];
     return text.size() > max_bytes ? text.substr(text.size() - max_bytes) : text;
+  }
+  std::map<std::pair<std::uint32_t, int>, NodeFault> prolog_refusals;  // (job, restart count) -> refusal
+  int prolog_reads = 0;
+  std::optional<NodeFault> prolog_refusal(std::uint32_t id, int restart_count) override {
+    ++prolog_reads;
+    auto it = prolog_refusals.find({id, restart_count});
+    return it == prolog_refusals.end() ? std::nullopt : std::optional<NodeFault>(it->second);
   }
 };
 

@@ -129,6 +129,18 @@ TEST_F(GateRun, PrologDrainsAndFailsOnABadGpu) {
   EXPECT_NE(log.str().find("safe-prolog: n2: job 41 refused"), std::string::npos) << log.str();
 }
 
+TEST_F(GateRun, PrologEvidenceNamesTheRunAndIsWrittenBeforeTheDrain) {
+  o.env["SLURM_JOB_RESTART_COUNT"] = "2";
+  apply_sim_fault(gpus, 0, SimFault::ecc);
+  std::string path = o.config.health.state_dir + "/evidence/41.prolog.json";
+  std::string at_drain;
+  slurm.on_drain = [&] { at_drain = read(path); };
+  EXPECT_EQ(run_prolog(o, runner, slurm, log), 1);
+  EXPECT_NE(at_drain.find("\"restart_count\": 2"), std::string::npos) << "safed must see the refusal first: " << at_drain;
+  EXPECT_NE(at_drain.find("\"action\": \"refuse\""), std::string::npos) << at_drain;
+  EXPECT_NE(read(path).find("\"action\": \"drain\""), std::string::npos) << read(path);
+}
+
 TEST_F(GateRun, PrologKeepsAnAdminReasonButStillRefusesTheJob) {
   slurm.reason = "ADMIN: cabling";
   apply_sim_fault(gpus, 0, SimFault::ecc);

@@ -47,6 +47,7 @@ class FakeSlurm : public SlurmNodeControl {
   std::string state = "IDLE";
   std::string reason;
   std::vector<std::string> calls;  // "read", "drain:REASON", "resume"
+  std::function<void()> on_drain;  // runs as the drain arrives, to look at what was done before it
   std::optional<NodeStatus> read(const std::string& node, std::string& error) override {
     calls.push_back("read");
     if (!readable) {
@@ -57,6 +58,7 @@ class FakeSlurm : public SlurmNodeControl {
   }
   bool drain(const std::string&, const std::string& r, std::string&) override {
     calls.push_back("drain:" + r);
+    if (on_drain) on_drain();
     state = state.find("DRAIN") == std::string::npos ? state + "+DRAIN" : state;
     reason = r;
     return true;

@@ -47,6 +47,24 @@ TEST_F(JobFilesTest, ReadsCriticalEvidenceOfTheJobOnly) {
   EXPECT_TRUE(LocalJobFiles("/nonexistent").evidence(42).empty());
 }
 
+TEST_F(JobFilesTest, PrologRefusalOfExactlyThatRun) {
+  write(dir / "evidence/42.prolog.json",
+        R"({"node": "n4", "restart_count": 1, "failing_checks": [
+             {"check": "xgmi", "severity": "critical", "detail": "gpu0 1 of 7 XGMI/NVLink links down"}]})");
+  write(dir / "evidence/43.prolog.json",
+        R"({"node": "n5", "failing_checks": [{"check": "gpu_lost", "severity": "critical", "detail": "gpu0"}]})");
+  LocalJobFiles files((dir / "evidence").string());
+  auto refusal = files.prolog_refusal(42, 1);
+  ASSERT_TRUE(refusal.has_value());
+  EXPECT_EQ("n4", refusal->node);
+  EXPECT_EQ("prolog", refusal->kind);
+  EXPECT_EQ("xgmi gpu0 1 of 7 XGMI/NVLink links down", refusal->detail);
+  EXPECT_FALSE(files.prolog_refusal(42, 0)) << "an earlier run was not refused";
+  EXPECT_FALSE(files.prolog_refusal(43, 0)) << "evidence without a restart count names no run";
+  EXPECT_FALSE(files.prolog_refusal(44, 0));
+  EXPECT_FALSE(LocalJobFiles("").prolog_refusal(42, 1));
+}
+
 TEST_F(JobFilesTest, NewestCompleteCheckpointAndProgress) {
   LocalJobFiles files("");
   EXPECT_EQ(0, files.newest_checkpoint_time((dir / "ckpt").string(), "COMPLETE"));
