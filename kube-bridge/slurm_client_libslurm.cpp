@@ -1,7 +1,11 @@
-// The libslurm boundary. Copies Slurm's structs into the plain ones of slurm_client.hpp; nothing
-// of libslurm leaks past this file. libslurm is called under one mutex: its RPC layer is
-// thread-safe, but job lists are cached and refreshed by one thread at a time anyway.
+// The libslurm boundary of the bridge. Reading jobs, nodes and licenses goes through SaFE's one
+// libslurm reader (controller/safed/libslurm_client.cpp, shared with safed); this file adds the
+// two calls only the bridge makes (submit, cancel) and copies what it read into the REST layer's
+// plain structs. libslurm is called under one mutex: the reader keeps update times between calls,
+// and job lists are refreshed by one thread at a time anyway.
 #include "kube-bridge/slurm_client_libslurm.hpp"
+
+#include <sys/wait.h>
 
 #include <csignal>
 #include <cstring>
@@ -11,51 +15,10 @@ extern "C" {
 #include <slurm/slurm_errno.h>
 }
 
+#include "controller/safed/libslurm_client.hpp"
+
 namespace safe::bridge {
 namespace {
-
-std::string text(const char* s) { return s ? s : ""; }
-
-std::string job_state_name(uint32_t state) {
-  static const char* const kNames[] = {"PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED", "FAILED",
-                                       "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY"};
-  uint32_t base = state & JOB_STATE_BASE;
-  std::string name = base < std::size(kNames) ? kNames[base] : "UNKNOWN";
-  if (state & JOB_REQUEUE) name = "REQUEUED";
-  return name;
-}
-
-std::string node_state_name(uint32_t state) {
-  static const char* const kNames[] = {"UNKNOWN", "DOWN", "IDLE", "ALLOCATED", "ERROR", "MIXED", "FUTURE"};
-  uint32_t base = state & NODE_STATE_BASE;
-  std::string name = base < std::size(kNames) ? kNames[base] : "UNKNOWN";
-  if (state & NODE_STATE_DRAIN) name += "+DRAIN";
-  if (state & NODE_STATE_FAIL) name += "+FAIL";
-  if (state & NODE_STATE_NO_RESPOND) name += "+NOT_RESPONDING";
-  return name;
-}
-
-std::string reason_name(uint32_t reason) {
-  // The reasons a workload's user acts on; others by number (slurm.h's enum job_state_reason).
-  switch (reason) {
-    case WAIT_NO_REASON: return "";
-    case WAIT_PRIORITY: return "Priority";
-    case WAIT_RESOURCES: return "Resources";
-    case WAIT_LICENSES: return "Licenses";
-    case WAIT_HELD: return "JobHeldAdmin";
-    case WAIT_HELD_USER: return "JobHeldUser";
-    case WAIT_TIME: return "BeginTime";
-    case WAIT_DEPENDENCY: return "Dependency";
-    case FAIL_LAUNCH: return "JobLaunchFailure";
-    case FAIL_EXIT_CODE: return "NonZeroExitCode";
-    case FAIL_TIMEOUT: return "TimeLimit";
-    case FAIL_DOWN_NODE: return "NodeDown";
-    case FAIL_OOM: return "OutOfMemory";
-    case WAIT_PART_NODE_LIMIT: return "PartitionNodeLimit";
-    case WAIT_PART_TIME_LIMIT: return "PartitionTimeLimit";
-    default: return "reason#" + std::to_string(reason);
-  }
-}
 
 std::vector<char*> c_strings(const std::vector<std::string>& v) {
   std::vector<char*> out;
@@ -64,12 +27,35 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
   return out;
 }
 
-std::string last_error() { return slurm_strerror(slurm_get_errno()); }
+SlurmJob to_bridge(const safe::SlurmJob& j) {
+  SlurmJob job;
+  job.id = j.id;
+  job.name = j.name;
+  job.uid = j.user_id;
+  job.state = j.requeued ? "REQUEUED" : std::string(slurm_name(j.state));
+  job.reason = j.reason;
+  if (WIFEXITED(j.exit_code)) job.exit_code = WEXITSTATUS(j.exit_code);
+  else if (WIFSIGNALED(j.exit_code)) job.exit_code = 128 + WTERMSIG(j.exit_code);
+  job.restart_count = j.restart_cnt;
+  job.num_nodes = static_cast<int>(j.num_nodes);
+  job.nodes = j.nodes;
+  job.exc_nodes = j.exc_nodes;
+  job.admin_comment = j.admin_comment;
+  job.comment = j.comment;
+  job.std_out = j.std_out;
+  job.work_dir = j.work_dir;
+  job.partition = j.partition;
+  job.submit_time = j.submit_time;
+  job.start_time = j.start_time;
+  job.end_time = j.end_time;
+  return job;
+}
 
 }  // namespace
 
-LibSlurmClient::LibSlurmClient(std::chrono::milliseconds cache_ttl) : ttl_(cache_ttl) { slurm_init(nullptr); }
-LibSlurmClient::~LibSlurmClient() { slurm_fini(); }
+LibSlurmClient::LibSlurmClient(std::chrono::milliseconds cache_ttl)
+    : ttl_(cache_ttl), reader_(make_libslurm_client()) {}
+LibSlurmClient::~LibSlurmClient() = default;
 
 SlurmResult<std::uint32_t> LibSlurmClient::submit(const SlurmJobRequest& r) {
   job_desc_msg_t desc;
@@ -121,35 +107,12 @@ SlurmResult<JobSnapshot> LibSlurmClient::jobs() {
   std::lock_guard lock(mutex_);
   auto now = std::chrono::steady_clock::now();
   if (jobs_ && now - jobs_at_ < ttl_) return {jobs_, "", 0};
-  job_info_msg_t* msg = nullptr;
-  if (slurm_load_jobs(0, &msg, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS) return {std::nullopt, last_error(), slurm_get_errno()};
+  std::string error;
+  auto read = reader_->load_jobs(error);
+  if (!read) return {std::nullopt, error, slurm_get_errno()};
   auto out = std::make_shared<std::vector<SlurmJob>>();
-  out->reserve(msg->record_count);
-  for (uint32_t i = 0; i < msg->record_count; ++i) {
-    const slurm_job_info_t& j = msg->job_array[i];
-    SlurmJob job;
-    job.id = j.job_id;
-    job.name = text(j.name);
-    job.uid = j.user_id;
-    job.state = job_state_name(j.job_state);
-    job.reason = reason_name(j.state_reason);
-    if (WIFEXITED(j.exit_code)) job.exit_code = WEXITSTATUS(j.exit_code);
-    else if (WIFSIGNALED(j.exit_code)) job.exit_code = 128 + WTERMSIG(j.exit_code);
-    job.restart_count = j.restart_cnt;
-    job.num_nodes = static_cast<int>(j.num_nodes);
-    job.nodes = text(j.nodes);
-    job.exc_nodes = text(j.exc_nodes);
-    job.admin_comment = text(j.admin_comment);
-    job.comment = text(j.comment);
-    job.std_out = text(j.std_out);
-    job.work_dir = text(j.work_dir);
-    job.partition = text(j.partition);
-    job.submit_time = j.submit_time;
-    job.start_time = j.start_time;
-    job.end_time = j.end_time;
-    out->push_back(std::move(job));
-  }
-  slurm_free_job_info_msg(msg);
+  out->reserve(read->size());
+  for (const auto& j : *read) out->push_back(to_bridge(j));
   jobs_ = out;
   jobs_at_ = now;
   return {jobs_, "", 0};
@@ -159,15 +122,11 @@ SlurmResult<std::vector<SlurmNode>> LibSlurmClient::nodes() {
   std::lock_guard lock(mutex_);
   auto now = std::chrono::steady_clock::now();
   if (nodes_ && now - nodes_at_ < ttl_) return {*nodes_, "", 0};
-  node_info_msg_t* msg = nullptr;
-  if (slurm_load_node(0, &msg, SHOW_ALL) != SLURM_SUCCESS) return {std::nullopt, last_error(), slurm_get_errno()};
+  std::string error;
+  auto read = reader_->load_nodes(error);
+  if (!read) return {std::nullopt, error, slurm_get_errno()};
   auto out = std::make_shared<std::vector<SlurmNode>>();
-  for (uint32_t i = 0; i < msg->record_count; ++i) {
-    const node_info_t& n = msg->node_array[i];
-    if (!n.name) continue;
-    out->push_back({text(n.name), node_state_name(n.node_state), text(n.reason), text(n.gres), n.cpus});
-  }
-  slurm_free_node_info_msg(msg);
+  for (const auto& n : *read) out->push_back({n.name, n.state, n.reason, n.gres, n.cpus});
   nodes_ = out;
   nodes_at_ = now;
   return {*nodes_, "", 0};
@@ -175,13 +134,11 @@ SlurmResult<std::vector<SlurmNode>> LibSlurmClient::nodes() {
 
 SlurmResult<std::vector<SlurmLicense>> LibSlurmClient::licenses() {
   std::lock_guard lock(mutex_);
-  license_info_msg_t* msg = nullptr;
-  if (slurm_load_licenses(0, &msg, 0) != SLURM_SUCCESS) return {std::nullopt, last_error(), slurm_get_errno()};
+  std::string error;
+  auto read = reader_->load_licenses(error);
+  if (!read) return {std::nullopt, error, slurm_get_errno()};
   std::vector<SlurmLicense> out;
-  for (uint32_t i = 0; i < msg->num_lic; ++i)
-    out.push_back({text(msg->lic_array[i].name), static_cast<int>(msg->lic_array[i].total),
-                   static_cast<int>(msg->lic_array[i].in_use)});
-  slurm_free_license_info_msg(msg);
+  for (const auto& l : *read) out.push_back({l.name, static_cast<int>(l.total), static_cast<int>(l.in_use)});
   return {out, "", 0};
 }
 

@@ -1,11 +1,13 @@
-// The real SlurmClient: libslurm RPCs to slurmctld (SLURM_CONF selects the cluster). Job lists
-// are cached for a short time, so a burst of API reads costs slurmctld one RPC, not one each.
+// The real SlurmClient: libslurm RPCs to slurmctld (SLURM_CONF selects the cluster), reading
+// through safed's libslurm reader. Job lists are cached for a short time, so a burst of API reads
+// costs slurmctld one RPC, not one each.
 #pragma once
 
 #include <chrono>
 #include <memory>
 #include <mutex>
 
+#include "controller/safed/slurm_client.hpp"
 #include "kube-bridge/slurm_client.hpp"
 
 namespace safe::bridge {
@@ -22,7 +24,8 @@ class LibSlurmClient : public SlurmClient {
 
  private:
   std::chrono::milliseconds ttl_;
-  std::mutex mutex_;
+  std::mutex mutex_;  // guards everything below, and every libslurm call
+  std::unique_ptr<safe::SlurmClient> reader_;
   std::chrono::steady_clock::time_point jobs_at_{};
   std::shared_ptr<const std::vector<SlurmJob>> jobs_;
   std::chrono::steady_clock::time_point nodes_at_{};

@@ -4,6 +4,7 @@
 
 #include <csignal>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 
 extern "C" {
@@ -36,18 +37,52 @@ SlurmJobState job_state(uint32_t state) {
   }
 }
 
+std::string reason_name(uint32_t reason) {
+  // The reasons a user acts on; others by number (slurm.h's enum job_state_reason).
+  switch (reason) {
+    case WAIT_NO_REASON: return "";
+    case WAIT_PRIORITY: return "Priority";
+    case WAIT_RESOURCES: return "Resources";
+    case WAIT_LICENSES: return "Licenses";
+    case WAIT_HELD: return "JobHeldAdmin";
+    case WAIT_HELD_USER: return "JobHeldUser";
+    case WAIT_TIME: return "BeginTime";
+    case WAIT_DEPENDENCY: return "Dependency";
+    case FAIL_LAUNCH: return "JobLaunchFailure";
+    case FAIL_EXIT_CODE: return "NonZeroExitCode";
+    case FAIL_TIMEOUT: return "TimeLimit";
+    case FAIL_DOWN_NODE: return "NodeDown";
+    case FAIL_OOM: return "OutOfMemory";
+    case WAIT_PART_NODE_LIMIT: return "PartitionNodeLimit";
+    case WAIT_PART_TIME_LIMIT: return "PartitionTimeLimit";
+    default: return "reason#" + std::to_string(reason);
+  }
+}
+
+std::string node_state_name(uint32_t state) {
+  static const char* const kNames[] = {"UNKNOWN", "DOWN", "IDLE", "ALLOCATED", "ERROR", "MIXED", "FUTURE"};
+  uint32_t base = state & NODE_STATE_BASE;
+  std::string name = base < std::size(kNames) ? kNames[base] : "UNKNOWN";
+  if (state & NODE_STATE_DRAIN) name += "+DRAIN";
+  if (state & NODE_STATE_FAIL) name += "+FAIL";
+  if (state & NODE_STATE_NO_RESPOND) name += "+NOT_RESPONDING";
+  return name;
+}
+
 SlurmJob convert(const slurm_job_info_t& j) {
   SlurmJob o;
   o.id = j.job_id;
   o.name = text(j.name);
   o.state = job_state(j.job_state);
   o.completing = (j.job_state & (JOB_COMPLETING | JOB_REQUEUE)) != 0;
+  o.requeued = (j.job_state & JOB_REQUEUE) != 0;
   o.exit_code = j.exit_code;
   o.derived_ec = j.derived_ec;
   o.restart_cnt = j.restart_cnt;
   o.nodes = text(j.nodes);
   o.exc_nodes = text(j.exc_nodes);
   o.admin_comment = text(j.admin_comment);
+  o.comment = text(j.comment);
   o.std_out = text(j.std_out);
   o.work_dir = text(j.work_dir);
   o.partition = text(j.partition);
@@ -58,6 +93,7 @@ SlurmJob convert(const slurm_job_info_t& j) {
   o.start_time = j.start_time;
   o.end_time = j.end_time;
   o.state_reason = j.state_reason;
+  o.reason = reason_name(j.state_reason);
   return o;
 }
 
@@ -74,6 +110,9 @@ SlurmNode convert(const node_info_t& n) {
   o.reason_time = n.reason_time;
   o.addr = text(n.node_addr);
   o.port = n.port;
+  o.state = node_state_name(n.node_state);
+  o.gres = text(n.gres);
+  o.cpus = n.cpus;
   return o;
 }
 

@@ -1,11 +1,13 @@
-// What safed needs from Slurm, as plain structs and one small interface: libslurm in the daemon
-// (libslurm_client.cpp), a fake in unit tests and benchmarks.
+// What SaFE's daemons read from and do to Slurm, as plain structs and one small interface:
+// libslurm in safed, safectl and the REST bridge (libslurm_client.cpp, the one libslurm reader),
+// a fake in unit tests and benchmarks.
 #pragma once
 
 #include <cstdint>
 #include <ctime>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace safe {
@@ -16,17 +18,39 @@ enum class SlurmJobState : std::uint8_t {
   deadline, out_of_memory, other
 };
 
+// The state as scontrol names it: PENDING, RUNNING, COMPLETED, NODE_FAIL, ...
+constexpr std::string_view slurm_name(SlurmJobState s) {
+  switch (s) {
+    case SlurmJobState::pending: return "PENDING";
+    case SlurmJobState::running: return "RUNNING";
+    case SlurmJobState::suspended: return "SUSPENDED";
+    case SlurmJobState::complete: return "COMPLETED";
+    case SlurmJobState::cancelled: return "CANCELLED";
+    case SlurmJobState::failed: return "FAILED";
+    case SlurmJobState::timeout: return "TIMEOUT";
+    case SlurmJobState::node_fail: return "NODE_FAIL";
+    case SlurmJobState::preempted: return "PREEMPTED";
+    case SlurmJobState::boot_fail: return "BOOT_FAIL";
+    case SlurmJobState::deadline: return "DEADLINE";
+    case SlurmJobState::out_of_memory: return "OUT_OF_MEMORY";
+    case SlurmJobState::other: break;
+  }
+  return "UNKNOWN";
+}
+
 struct SlurmJob {
   std::uint32_t id = 0;
   std::string name;
   SlurmJobState state = SlurmJobState::pending;
   bool completing = false;  // JOB_COMPLETING or JOB_REQUEUE flag: still winding down
+  bool requeued = false;    // JOB_REQUEUE flag: requeued, the old run still winding down
   std::uint32_t exit_code = 0;   // wait status of the batch script
   std::uint32_t derived_ec = 0;  // highest wait status of the steps
   int restart_cnt = 0;
   std::string nodes;      // host list of the (last) allocation
   std::string exc_nodes;
   std::string admin_comment;
+  std::string comment;    // the user's (the REST bridge keeps its workload record here)
   std::string std_out;    // output file path as given (may hold %j, %x, %u patterns)
   std::string work_dir;
   std::string partition;
@@ -35,6 +59,7 @@ struct SlurmJob {
   bool batch = true;
   std::time_t submit_time = 0, start_time = 0, end_time = 0;
   std::uint16_t state_reason = 0;
+  std::string reason;  // state_reason as scontrol names it (Resources, JobHeldAdmin, ...), "" for none
 };
 
 // Node state bits as safed uses them.
@@ -49,6 +74,9 @@ struct SlurmNode {
   std::time_t reason_time = 0;
   std::string addr;  // slurmd's address and port (NodeAddr, Port)
   int port = 0;
+  std::string state;  // as scontrol shows it: IDLE, MIXED+DRAIN, DOWN+NOT_RESPONDING, ...
+  std::string gres;
+  int cpus = 0;
 };
 
 struct SlurmLicense {

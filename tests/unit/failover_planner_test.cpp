@@ -69,6 +69,22 @@ class PlannerTest : public ::testing::Test {
     j->exit_code = static_cast<std::uint32_t>(exit_code) << 8;
     j->end_time = now;
   }
+  // Slurm lost the node: DOWN (or not responding) since now.
+  void node_dies(const std::string& node, const std::string& reason = "") {
+    SlurmNode* n = slurm.node(node);
+    n->down = true;
+    n->reason = reason;
+    n->reason_time = now;
+  }
+  // Slurm requeued the job itself (a --requeue job after a node failure, a prolog failure, an
+  // admin): pending again, its next run counted, held back by Slurm's ~120 s BeginTime.
+  void slurm_requeues(std::uint32_t id) {
+    SlurmJob* j = slurm.job(id);
+    j->state = SlurmJobState::pending;
+    j->restart_cnt++;
+    j->start_time = now + 120;
+    j->nodes.clear();
+  }
   void start_again(std::uint32_t id, const std::string& nodes) {
     SlurmJob* j = slurm.job(id);
     j->state = SlurmJobState::running;
@@ -184,15 +200,8 @@ TEST_F(PlannerTest, InfraExitCodeRetriedUntilRetriesAreUsedUp) {
 TEST_F(PlannerTest, NodeDeathRequeuedBySlurmStartsAtOnceAwayFromIt) {
   add_job(7, "n[1-2]");
   pass();
-  SlurmNode* n2 = slurm.node("n2");
-  n2->down = true;
-  n2->reason = "Not responding";
-  n2->reason_time = now;
-  SlurmJob* j = slurm.job(7);  // Slurm requeues a --requeue job itself, with a 120 s hold
-  j->state = SlurmJobState::pending;
-  j->restart_cnt = 1;
-  j->start_time = now + 120;
-  j->nodes.clear();
+  node_dies("n2", "Not responding");
+  slurm_requeues(7);
   run_for(1);
   EXPECT_EQ(0, slurm.count("requeue"));
   EXPECT_NE(std::string::npos, last_update().find("update 7 exc=n2,n1 start=now"));
@@ -211,11 +220,7 @@ TEST_F(PlannerTest, PrologRefusalCostsNoRetryAndStartsTheJobAtOnceAwayFromTheNod
   drain("n1", "SaFE: gpu0 1 of 7 XGMI/NVLink links down");
   run_for(2);
   EXPECT_TRUE(slurm.calls.empty()) << "no failover of a run the prolog refuses: Slurm requeues it";
-  SlurmJob* j = slurm.job(7);
-  j->state = SlurmJobState::pending;
-  j->restart_cnt = 1;
-  j->start_time = now + 120;
-  j->nodes.clear();
+  slurm_requeues(7);
   run_for(1);
   EXPECT_EQ("update 7 exc=n1 start=now comment=safe: ws=ml retries=0/0 health=standard sig=USR1@30 hang=0 gpus=1 "
             "last=node_fault n1 xgmi gpu0 1 of 7 XGMI/NVLink links down (refused by safe-prolog)",
@@ -231,26 +236,22 @@ TEST_F(PlannerTest, PrologRefusalCostsNoRetryAndStartsTheJobAtOnceAwayFromTheNod
 }
 
 TEST_F(PlannerTest, PrologRefusalOfARunSafedNeverSawRunning) {
-  SlurmJob& job = add_job(7, "", kNoRetries);
-  job.state = SlurmJobState::pending;
-  job.restart_cnt = 1;
-  job.num_nodes = 1;
+  add_job(7, "", kNoRetries).num_nodes = 1;
+  slurm_requeues(7);
   files.prolog_refusals[{7, 0}] = xgmi_refusal();
   run_for(1);
   EXPECT_NE(std::string::npos, last_update().find("update 7 exc=n1 start=now"));
   // A multi-node job's other nodes revoked its credential, and safed does not know which they were.
-  SlurmJob& wide = add_job(8, "", kNoRetries);
-  wide.state = SlurmJobState::pending;
-  wide.restart_cnt = 1;
+  add_job(8, "", kNoRetries);
+  slurm_requeues(8);
   files.prolog_refusals[{8, 0}] = xgmi_refusal();
   run_for(1);
   EXPECT_NE(std::string::npos, last_update().find("update 8 exc=n1 start=+121"));
 }
 
 TEST_F(PlannerTest, APendingRequeuedJobHasItsPrologEvidenceReadOnce) {
-  SlurmJob& job = add_job(7, "", kNoRetries);
-  job.state = SlurmJobState::pending;
-  job.restart_cnt = 1;
+  add_job(7, "", kNoRetries);
+  slurm_requeues(7);
   run_for(10);
   EXPECT_EQ(1, files.prolog_reads);
   EXPECT_TRUE(slurm.calls.empty());
@@ -259,13 +260,9 @@ TEST_F(PlannerTest, APendingRequeuedJobHasItsPrologEvidenceReadOnce) {
 TEST_F(PlannerTest, WaitsForTheOldRunToWindDownAndLiftsAHoldSlurmPutsBack) {
   add_job(7, "n[1-2]");
   pass();
-  SlurmNode* n2 = slurm.node("n2");
-  n2->down = true;
-  n2->reason_time = now;
-  SlurmJob* j = slurm.job(7);
-  j->state = SlurmJobState::pending;
-  j->completing = true;  // requeued, old run still completing
-  j->restart_cnt = 1;
+  node_dies("n2");
+  slurm_requeues(7);
+  slurm.job(7)->completing = true;  // the old run still completing
   run_for(2);
   EXPECT_EQ(0, slurm.count("update 7 exc")) << "a StartTime set now would be overwritten";
   slurm.job(7)->completing = false;
@@ -281,12 +278,8 @@ TEST_F(PlannerTest, WaitsForTheOldRunToWindDownAndLiftsAHoldSlurmPutsBack) {
 TEST_F(PlannerTest, NodeDeathWithRetriesUsedUpHoldsWhatSlurmRequeued) {
   add_job(7, "n[1-2]", "safe: retries=2/2 health=standard sig=USR1 hang=0 gpus=2");
   pass();
-  SlurmNode* n2 = slurm.node("n2");
-  n2->down = true;
-  n2->reason_time = now;
-  SlurmJob* j = slurm.job(7);
-  j->state = SlurmJobState::pending;
-  j->restart_cnt = 1;
+  node_dies("n2");
+  slurm_requeues(7);
   run_for(2);
   EXPECT_NE(std::string::npos, last_update().find("update 7 hold comment="));
   EXPECT_NE(std::string::npos, last_update().find("retries exhausted (2/2)"));
@@ -307,9 +300,7 @@ TEST_F(PlannerTest, NodeAlreadyDownAtStartIsNotCountedAgainOnEveryRestart) {
 TEST_F(PlannerTest, SlurmRequeueWithoutFaultIsLeftAlone) {
   add_job(7, "n[1-2]");
   pass();
-  SlurmJob* j = slurm.job(7);
-  j->state = SlurmJobState::pending;
-  j->restart_cnt = 1;
+  slurm_requeues(7);
   run_for(3);
   EXPECT_TRUE(slurm.calls.empty()) << "an admin's requeue is theirs: no hold, no update";
 }
