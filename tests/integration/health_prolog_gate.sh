@@ -28,7 +28,7 @@ job_field() { scontrol show job "$jid" | grep -o " $1=[^ ]*" | head -1 | cut -d=
 # What Slurm did with the job, for a failure message: its record and its log lines.
 job_story() {
     scontrol show job "$jid"
-    grep -h -e "JobId=$jid[ ,]" -e "job $jid[ ,]" -e "jobid $jid[ ,]" "$dir"/log/slurmctld.log "$dir"/log/slurmd-*.log | tail -40
+    grep -h -e "JobId=${jid}[ ,]" -e "job ${jid}[ ,]" -e "jobid ${jid}[ ,]" "$dir"/log/slurmctld.log "$dir"/log/slurmd-*.log | tail -40
 }
 
 # A node's first health run is the startup run; wait until both have had a normal one.
