@@ -1,10 +1,18 @@
 # shellcheck shell=bash
 # Helpers for the controller's (safed) end-to-end tests; source after lib.sh.
 
-# job_field JOBID FIELD: one field of `scontrol show job` (e.g. JobState, Restarts, ExcNodeList).
-job_field() {
-    scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n1
+# job_fields JOBID FIELD...: those fields of `scontrol show job` (e.g. JobState, Restarts,
+# ExcNodeList), one per line, all from one read of the job. A check that combines fields must read
+# them this way: fields read one after another can straddle a requeue, e.g. the old run's RUNNING
+# next to the restart count and StartTime (the requeue's time) that the requeue has just set.
+job_fields() {
+    local record field
+    record=$(scontrol show job -o "$1" 2>/dev/null) || return 1
+    shift
+    for field in "$@"; do tr ' ' '\n' <<<"$record" | sed -n "s/^$field=//p" | head -n1; done
 }
+# job_field JOBID FIELD: one field.
+job_field() { job_fields "$1" "$2"; }
 
 # admin_comment JOBID: the whole AdminComment (it holds spaces).
 admin_comment() {
@@ -62,21 +70,18 @@ JOB
     chmod +x "$1"
 }
 
-# started_since JOBID EPOCH_S: true when the job runs an attempt that started at or after EPOCH_S.
-# (Right after a requeue Slurm still shows the old run as RUNNING with the new restart count.)
-started_since() {
-    local start
-    [[ $(job_field "$1" JobState) == RUNNING ]] || return 1
-    start=$(job_field "$1" StartTime)
-    [[ $start != Unknown && -n $start ]] || return 1
-    (($(date -d "$start" +%s) >= $2))
+# runs_again JOBID RESTARTS SINCE_EPOCH_S: true when the job runs with Slurm's restart count
+# RESTARTS, in a run started at or after SINCE_EPOCH_S.
+runs_again() {
+    local state="" restarts="" start=""
+    { read -r state && read -r restarts && read -r start; } < <(job_fields "$1" JobState Restarts StartTime)
+    [[ $state == RUNNING && $restarts == "$2" && -n $start && $start != Unknown ]] || return 1
+    (($(date -d "$start" +%s) >= $3))
 }
 
-# wait_restarted JOBID RESTARTS SINCE_EPOCH_S TIMEOUT_S: waits until the job runs again, with
-# Slurm's restart count RESTARTS, in a run started at or after SINCE_EPOCH_S.
+# wait_restarted JOBID RESTARTS SINCE_EPOCH_S TIMEOUT_S: waits until runs_again.
 wait_restarted() {
-    wait_for "started_since $1 $3 && [[ \$(job_field $1 Restarts) == $2 ]]" "$4" \
-        "scontrol show job $1; tail -n 20 $SAFE_CLUSTER_DIR/log/safed.out"
+    wait_for "runs_again $1 $2 $3" "$4" "scontrol show job $1; tail -n 20 $SAFE_CLUSTER_DIR/log/safed.out"
 }
 
 # last_step_of_attempt OUTFILE ATTEMPT / first_step_of_attempt: the trainer's progress lines.

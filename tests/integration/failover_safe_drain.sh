@@ -36,7 +36,8 @@ wait_restarted "$jobid" 1 $((t0 / 1000)) 30
 mttr_ms=$(($(now_ms) - t0))
 
 new_nodes=$(job_field "$jobid" NodeList)
-[[ $(scontrol show hostnames "$new_nodes") != *"$bad"* ]] || fail "job restarted on the drained node $bad ($new_nodes)"
+[[ $(scontrol show hostnames "$new_nodes") != *"$bad"* ]] ||
+    fail "job restarted on the drained node $bad ($new_nodes):"$'\n'"$(scontrol show job "$jobid"; scontrol show node "$bad"; tail -n 20 "$SAFE_CLUSTER_DIR/log/safed.out")"
 assert_contains "$(job_field "$jobid" ExcNodeList)" "$bad" "ExcNodeList"
 comment=$(admin_comment "$jobid")
 assert_contains "$comment" "retries=1/2" "AdminComment"

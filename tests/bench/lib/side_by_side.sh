@@ -6,7 +6,9 @@
 #   side_by_side_up PREFIX NODES [--safe-arg ARG]... [--plain-arg ARG]... [--both-arg ARG]...
 #       sets SAFE_DIR, PLAIN_DIR and WORK (a scratch directory), then starts both clusters at once
 #   in_cluster DIR CMD...      runs CMD with DIR/env sourced (SLURM_CONF, SAFE_CONFIG, PATH)
-#   job_field DIR JOB FIELD    one field of `scontrol show job`
+#   job_fields DIR JOB FIELD...  fields of `scontrol show job`, one per line, from one read
+#                              (fields read one by one can straddle a requeue)
+#   job_field DIR JOB FIELD    one field
 #   now_ms                     wall clock in milliseconds
 
 SIDE_BY_SIDE_CLUSTER=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../cluster" && pwd -P)/safe-cluster
@@ -22,7 +24,13 @@ in_cluster() { (
     "$@"
 ); }
 
-job_field() { in_cluster "$1" scontrol show job "$2" | tr ' ' '\n' | sed -n "s/^$3=//p" | head -n1; }
+job_fields() {
+    local record field
+    record=$(in_cluster "$1" scontrol show job -o "$2" 2>/dev/null) || return 1
+    shift 2
+    for field in "$@"; do tr ' ' '\n' <<<"$record" | sed -n "s/^$field=//p" | head -n1; done
+}
+job_field() { job_fields "$1" "$2" "$3"; }
 
 side_by_side_down() {
     trap '' INT TERM
