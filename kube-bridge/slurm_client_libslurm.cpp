@@ -8,7 +8,6 @@
 #include <sys/wait.h>
 
 #include <csignal>
-#include <cstring>
 
 extern "C" {
 #include <slurm/slurm.h>

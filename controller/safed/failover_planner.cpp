@@ -379,10 +379,8 @@ void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, 
       }
       // A run the prolog is refusing shows as running on the node it just drained: Slurm requeues
       // it as soon as the prolog exits, and the pending pass below takes it from there.
-      if (!failure.node_faults.empty() && !files_.prolog_refusal(job.id, job.restart_cnt))
-        start_failover(t, job, meta, failure, now);
-      else if (failure.node_faults.empty())
-        check_hang(t, job, meta, now);
+      if (failure.node_faults.empty()) check_hang(t, job, meta, now);
+      else if (!files_.prolog_refusal(job.id, job.restart_cnt)) start_failover(t, job, meta, failure, now);
     } else if (std::optional<NodeFault> refusal;
                job.state == SlurmJobState::pending && job.restart_cnt > 0 &&
                t.classified_attempt < job.restart_cnt - 1 && (refusal = refusal_of_previous_run(t, job))) {
