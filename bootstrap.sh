@@ -23,7 +23,7 @@ PACKAGES=(
   slurm-wlm slurmctld slurmd slurm-client libslurm-dev munge libmunge-dev
   # libraries
   libyaml-dev libjansson-dev libhwloc-dev librocm-smi-dev libcurl4-openssl-dev libspdlog-dev
-  libboost-program-options-dev libsqlite3-dev libcpp-httplib-dev libjwt-dev libssl-dev
+  libboost-program-options-dev libsqlite3-dev libmicrohttpd-dev libjwt-dev libssl-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev jq wrk procps iproute2 util-linux shellcheck curl python3 openssl
 )

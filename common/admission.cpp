@@ -1,6 +1,7 @@
 #include "common/admission.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <csignal>
 
 #include "common/signal_name.hpp"
@@ -27,15 +28,30 @@ std::string you_may_use(const SafeConfig& config, const JobUser& user) {
   return "you may use: " + join(names);
 }
 
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// Any safe_ws_* a user asks for themselves would take a workspace's quota without its checks.
 bool has_managed_license(const std::string& licenses) {
+  for (const auto& name : license_names(licenses))
+    if (name.starts_with("safe_ws_")) return true;
+  return false;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
   std::size_t pos = 0;
-  while (pos < licenses.size()) {
-    std::size_t end = licenses.find_first_of(",|", pos);
-    if (end == std::string::npos) end = licenses.size();
-    if (licenses.compare(pos, 8, "safe_ws_") == 0) return true;
+  while (pos <= text.size()) {
+    std::size_t end = text.find(',', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string item(trimmed(std::string_view(text).substr(pos, end - pos)));
+    if (!item.empty()) out.push_back(std::move(item));
     pos = end + 1;
   }
-  return false;
+  return out;
 }
 
 AdmissionDecision reject(std::string message) {
@@ -55,6 +71,102 @@ bool is_member(const WorkspaceConfig& w, const JobUser& user) {
 }
 
 std::string workspace_license(const std::string& workspace) { return "safe_ws_" + workspace; }
+
+std::vector<std::string> license_names(std::string_view licenses) {
+  std::vector<std::string> names;
+  std::size_t pos = 0;
+  while (pos <= licenses.size()) {
+    std::size_t end = licenses.find_first_of(",;|", pos);
+    if (end == std::string_view::npos) end = licenses.size();
+    std::string_view entry = licenses.substr(pos, end - pos);
+    pos = end + 1;
+    std::string_view name = trimmed(entry.substr(0, entry.find_first_of(":=")));
+    if (!name.empty()) names.emplace_back(name);
+  }
+  return names;
+}
+
+WorkspaceChoice choose_workspace(const SafeConfig& config, const SafeOptions& options, const std::string& partition,
+                                 const std::string* default_partition, const JobUser& user) {
+  WorkspaceChoice c;
+  std::vector<std::string> asked = split_list(partition);
+  auto owners_of = [&](const std::string& p) {
+    std::vector<const WorkspaceConfig*> owners;
+    for (const auto& w : config.workspaces)
+      if (!w.partition.empty() && w.partition == p) owners.push_back(&w);
+    return owners;
+  };
+  auto names = [](const std::vector<const WorkspaceConfig*>& ws) {
+    std::string out;
+    for (const auto* w : ws) out += (out.empty() ? "'" : ", '") + w->name + "'";
+    return out;
+  };
+  bool any_owned_partition = false;
+  for (const auto& w : config.workspaces) any_owned_partition = any_owned_partition || !w.partition.empty();
+
+  if (options.workspace) {
+    const WorkspaceConfig* ws = config.find_workspace(*options.workspace);
+    if (!ws) return {nullptr, "", "safe: unknown workspace '" + *options.workspace + "'; " + you_may_use(config, user)};
+    if (!is_member(*ws, user))
+      return {nullptr, "", "safe: user '" + user.name + "' is not a member of workspace '" + ws->name + "'; " +
+                               you_may_use(config, user)};
+    c.workspace = ws;
+    if (!ws->partition.empty()) {
+      c.partition = ws->partition;
+      if (!asked.empty() && (asked.size() > 1 || asked[0] != ws->partition))
+        c.rejection = "safe: workspace '" + ws->name + "' runs in partition '" + ws->partition + "', not '" + partition +
+                      "'; drop -p/--partition or use -p " + ws->partition;
+      return c;
+    }
+    // A workspace without a partition of its own runs anywhere but in another workspace's.
+    std::vector<std::string> where = asked;
+    if (where.empty() && default_partition) where.push_back(*default_partition);
+    for (const auto& p : where) {
+      auto owners = owners_of(p);
+      if (!owners.empty())
+        return {nullptr, "", "safe: partition '" + p + "' belongs to workspace " + names(owners) +
+                                 ", not to '" + ws->name + "'; submit with --safe-workspace=" + owners.front()->name +
+                                 " or to another partition"};
+    }
+    c.partition = where.size() == 1 ? where[0] : "";
+    return c;
+  }
+
+  std::vector<std::string> where = asked;
+  if (where.empty()) {
+    if (default_partition) {
+      where.push_back(*default_partition);
+    } else if (any_owned_partition) {
+      c.rejection = "safe: cannot tell which partition the job would run in (Slurm's default partition is not "
+                    "known: safed has not published the cluster's partitions), and some belong to workspaces; "
+                    "give -p PARTITION or --safe-workspace, or ask an administrator to start safed";
+      return c;
+    }
+  }
+  for (const auto& p : where) {
+    auto owners = owners_of(p);
+    if (owners.empty()) continue;
+    if (where.size() > 1)
+      return {nullptr, "", "safe: partition '" + p + "' belongs to workspace " + names(owners) +
+                               "; submit to it alone (-p " + p + "), not together with other partitions"};
+    std::vector<const WorkspaceConfig*> mine;
+    for (const auto* w : owners)
+      if (is_member(*w, user)) mine.push_back(w);
+    if (mine.empty())
+      return {nullptr, "", "safe: partition '" + p + "' belongs to workspace " + names(owners) + ", of which user '" +
+                               user.name + "' is not a member; " + you_may_use(config, user)};
+    if (mine.size() > 1)
+      return {nullptr, "", "safe: partition '" + p + "' is shared by workspaces " + names(mine) +
+                               "; name one with --safe-workspace"};
+    c.workspace = mine.front();
+    c.partition = p;
+    return c;
+  }
+  if (config.admission.require_workspace)
+    c.rejection = "safe: this cluster requires --safe-workspace=NAME; " + you_may_use(config, user);
+  c.partition = where.size() == 1 ? where[0] : "";
+  return c;
+}
 
 AdmissionDecision admit_job(const SafeConfig& config, const AdmissionRequest& req, const JobUser& user) {
   const SafeOptions& opt = req.options;
@@ -113,7 +225,8 @@ AdmissionDecision admit_job(const SafeConfig& config, const AdmissionRequest& re
 
   if (ws && ws->gpu_quota > 0 && req.gpus > 0) {
     if (req.gpus > ws->gpu_quota)
-      return reject("safe: the job asks for " + std::to_string(req.gpus) + " GPUs but workspace '" + ws->name +
+      return reject("safe: the job can get " + std::to_string(req.gpus) + " GPUs" +
+                    (req.gpus_how.empty() ? "" : " (" + req.gpus_how + ")") + " but workspace '" + ws->name +
                     "' has a quota of " + std::to_string(ws->gpu_quota) + "; ask for at most " +
                     std::to_string(ws->gpu_quota) + " GPUs or use another workspace");
     if (req.licenses.find('|') != std::string::npos)

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/config.hpp"
@@ -23,7 +24,8 @@ struct AdmissionRequest {
   std::string account;
   std::string qos;
   std::string licenses;
-  long long gpus = 0;  // from count_requested_gpus
+  long long gpus = 0;  // from charge_gpus
+  std::string gpus_how;  // how they were counted, for messages
 };
 
 // The effective SaFE settings of an admitted job.
@@ -50,6 +52,23 @@ struct AdmissionDecision {
 };
 
 AdmissionDecision admit_job(const SafeConfig& config, const AdmissionRequest& request, const JobUser& user);
+
+// The workspace a Slurm job belongs to: the one it names, else the one that owns the partition it
+// runs in. A partition that belongs to a workspace is that workspace's, whether the job says
+// --safe-workspace or -p (or lands there as the default partition): membership, policy and the
+// GPU quota apply the same. `default_partition`: Slurm's default, for a job that names none
+// (nullptr when not known).
+struct WorkspaceChoice {
+  const WorkspaceConfig* workspace = nullptr;  // none: not a workspace's job
+  std::string partition;                       // where the job will run, "" when not known
+  std::string rejection;                       // non-empty: the job is refused, and why
+};
+WorkspaceChoice choose_workspace(const SafeConfig& config, const SafeOptions& options, const std::string& partition,
+                                 const std::string* default_partition, const JobUser& user);
+
+// The license names of a -L/--licenses request, as Slurm tokenizes it: entries split at ',', ';'
+// and '|' (any of Slurm's releases), empty ones skipped, the name ending at ':' or '='.
+std::vector<std::string> license_names(std::string_view licenses);
 
 // Whether `user` may use workspace `w` (listed by name, or through one of its groups).
 bool is_member(const WorkspaceConfig& w, const JobUser& user);

@@ -1,12 +1,19 @@
 // Finding the checkpoint a requeued job resumes from. A checkpoint is a directory directly inside
 // the job's checkpoint directory; it is complete once it holds the marker file (COMPLETE by
 // default), which a trainer writes last. The newest complete one is the one whose marker was
-// written last (ties: the greater name). Torn checkpoints, without a marker, are never chosen.
+// written last (ties: the greater name). Torn checkpoints, without a marker, are never chosen,
+// and neither is anything the job's user does not own: a checkpoint is code (pickles), so one
+// planted by another user in a shared directory must never be loaded.
 #pragma once
 
+#include <sys/types.h>
+
 #include <ctime>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "common/result.hpp"
 
 namespace safe {
 
@@ -19,8 +26,21 @@ struct CheckpointCandidate {
 // Index into `candidates` of the newest complete checkpoint, or -1.
 int pick_resume_checkpoint(const std::vector<CheckpointCandidate>& candidates);
 
-// Scans `dir` (symlinks are not followed) and returns the absolute path of the newest complete
-// checkpoint, or "" when there is none or `dir` cannot be read.
-std::string newest_complete_checkpoint(const std::string& dir, const std::string& marker);
+// A scan stops with an error past this many entries (a directory with millions of entries must
+// not hold a job step or safed for minutes).
+constexpr std::size_t kMaxCheckpointEntries = 100000;
+
+struct NewestCheckpoint {
+  std::string path;        // absolute path; "" when there is none
+  std::time_t marker_mtime = 0;
+  long long marker_mtime_ns = 0;  // the same, to the nanosecond
+};
+
+// Scans `dir` without following links. With `owner`, the directory, the checkpoint and its marker
+// must all belong to that uid: others' entries are skipped, and a directory that is not the
+// owner's is an error (SaFE resumes from nothing in it).
+Result<NewestCheckpoint> newest_complete_checkpoint(const std::string& dir, const std::string& marker,
+                                                    std::optional<uid_t> owner,
+                                                    std::size_t max_entries = kMaxCheckpointEntries);
 
 }  // namespace safe

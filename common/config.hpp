@@ -107,6 +107,7 @@ struct ControllerConfig {
   std::string state_dir = "/var/lib/safe";
   std::string listen = "127.0.0.1:9810";
   int poll_interval_ms = 1000;
+  int keep_history_days = 30;  // finished jobs kept in the state store; 0 = for ever
   SlurmdProbeConfig slurmd_probe;
 };
 
@@ -116,17 +117,28 @@ struct KubernetesConfig {
   std::string gpu_resource = "amd.com/gpu";
   std::string checkpoint_pvc;
   std::string checkpoint_host_path;
+  // The image of the init container that makes each workload's directory on the checkpoint
+  // volume (as root, with CAP_CHOWN only) and gives it to the workload's user.
+  std::string setup_image = "busybox:1.36";
+};
+
+// Who may use SaFE's APIs (safed's and the REST bridge's): the credentials Slurm itself accepts.
+struct AuthConfig {
+  std::vector<std::string> admins = {"root"};  // see and change every job and workload
+  bool munge = true;
+  std::string jwt_key_file;  // Slurm's auth/jwt key; empty: JWTs are not accepted
 };
 
 struct KubeBridgeConfig {
   std::string listen = "127.0.0.1:9820";
   std::string tls_cert;
   std::string tls_key;
-  std::string jwt_key_file;
-  bool munge_auth = true;
-  std::vector<std::string> admins = {"root"};
   int max_body_bytes = 1048576;
-  std::string slurm_work_dir = "/tmp";  // Slurm workloads' working directory and output files
+  int max_connections = 4096;
+  int max_connections_per_client = 64;
+  // Where Slurm workloads run: "" = each user's home directory, else a directory (root's, not
+  // group- or world-writable) holding one directory per user.
+  std::string slurm_work_dir;
   std::string controller_url;           // safed's API for workload history; "" = none
   KubernetesConfig kubernetes;
 };
@@ -139,6 +151,7 @@ struct SafeConfig {
   CheckpointConfig checkpoint;
   ControllerConfig controller;
   KubeBridgeConfig kube_bridge;
+  AuthConfig auth;
 
   const WorkspaceConfig* find_workspace(std::string_view name) const;
 };

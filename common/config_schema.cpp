@@ -225,6 +225,11 @@ class MapScope {
     return false;
   }
   std::string name(const char* key) const { return path_.empty() ? key : path_ + "." + key; }
+  // A key an earlier release had here: known (no did-you-mean), but an error naming its new place.
+  void moved(const char* key, const std::string& to) {
+    known_.insert(key);
+    if (has(key)) ctx_.error(mark_of(key), name(key) + " has moved to " + to + "; move the setting there");
+  }
   const ReadContext& context() const { return ctx_; }
 
   void finish() {
@@ -455,6 +460,7 @@ void read_controller(MapScope& s, ControllerConfig& c) {
   s.string("state_dir", c.state_dir, kAbsolutePath);
   s.string("listen", c.listen, kListenAddress);
   s.integer("poll_interval_ms", c.poll_interval_ms, 100, 60000);
+  s.integer("keep_history_days", c.keep_history_days, 0, 36500);
   s.section("slurmd_probe", c.slurmd_probe, read_slurmd_probe);
 }
 
@@ -466,6 +472,8 @@ void read_kubernetes(MapScope& s, KubernetesConfig& k) {
            regex_rule("[A-Za-z0-9.-]+/[A-Za-z0-9_.-]+", "expects an extended resource name such as amd.com/gpu"));
   s.string("checkpoint_pvc", k.checkpoint_pvc, kSlurmName);
   s.string("checkpoint_host_path", k.checkpoint_host_path, kOptionalAbsolutePath);
+  s.string("setup_image", k.setup_image,
+           regex_rule("[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}", "expects a container image reference"));
   if (!k.checkpoint_pvc.empty() && !k.checkpoint_host_path.empty())
     s.context().error(s.mark_of("checkpoint_host_path"),
                       s.name("checkpoint_host_path") + ": set either checkpoint_pvc or checkpoint_host_path, not both");
@@ -475,17 +483,25 @@ void read_kube_bridge(MapScope& s, KubeBridgeConfig& k) {
   s.string("listen", k.listen, kListenAddress);
   s.string("tls_cert", k.tls_cert, kOptionalAbsolutePath);
   s.string("tls_key", k.tls_key, kOptionalAbsolutePath);
-  s.string("jwt_key_file", k.jwt_key_file, kOptionalAbsolutePath);
-  s.boolean("munge_auth", k.munge_auth);
-  s.string_list("admins", k.admins, kPrincipalName);
+  s.moved("jwt_key_file", "auth.jwt_key_file");
+  s.moved("munge_auth", "auth.munge");
+  s.moved("admins", "auth.admins");
   s.integer("max_body_bytes", k.max_body_bytes, 1024, 64 << 20);
-  s.string("slurm_work_dir", k.slurm_work_dir, kAbsolutePath);
+  s.integer("max_connections", k.max_connections, 16, 1000000);
+  s.integer("max_connections_per_client", k.max_connections_per_client, 1, 1000000);
+  s.string("slurm_work_dir", k.slurm_work_dir, kOptionalAbsolutePath);
   s.string("controller_url", k.controller_url,
            regex_rule("(https?://[A-Za-z0-9.:\\[\\]_-]+(/[^ ]*)?)?", "expects http://HOST:PORT of safed, or \"\" for none"));
   s.section("kubernetes", k.kubernetes, read_kubernetes);
   if (k.tls_cert.empty() != k.tls_key.empty())
     s.context().error(s.mark_of(k.tls_cert.empty() ? "tls_key" : "tls_cert"),
                       s.name("tls_cert") + " and " + s.name("tls_key") + ": set both to enable TLS, or neither");
+}
+
+void read_auth(MapScope& s, AuthConfig& a) {
+  s.string_list("admins", a.admins, kPrincipalName);
+  s.boolean("munge", a.munge);
+  s.string("jwt_key_file", a.jwt_key_file, kOptionalAbsolutePath);
 }
 
 void read_root(MapScope& s, SafeConfig& c) {
@@ -496,6 +512,7 @@ void read_root(MapScope& s, SafeConfig& c) {
   s.section("checkpoint", c.checkpoint, read_checkpoint);
   s.section("controller", c.controller, read_controller);
   s.section("kube_bridge", c.kube_bridge, read_kube_bridge);
+  s.section("auth", c.auth, read_auth);
 }
 
 void check_workspace_names(const yaml::Node& root, const SafeConfig& config, const ReadContext& ctx) {

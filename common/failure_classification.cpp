@@ -90,13 +90,6 @@ const std::vector<Rule>& rules() {
                 std::find(c.infra_exit_codes.begin(), c.infra_exit_codes.end(), f.exit_code) != c.infra_exit_codes.end();
        },
        [](const JobFailure& f) { return exit_text(f) + " (failover.infra_exit_codes)"; }},
-      // Slurm could not set up the attempt a failover started (a GRES or credential left over from
-      // the run it replaced): the user's code never ran, so it is not the user's error.
-      {"step launch failed after a failover", FailureClass::infra_transient,
-       [](const JobFailure& f, const FailoverConfig&) { return f.end == JobEnd::failed && !f.step_launch_error.empty(); },
-       [](const JobFailure& f) {
-         return exit_text(f) + " after a failover, a step could not be created: " + f.step_launch_error;
-       }},
       {"ran out of memory", FailureClass::user_error,
        [](const JobFailure& f, const FailoverConfig&) { return f.end == JobEnd::out_of_memory; },
        [](const JobFailure&) { return std::string("job state OUT_OF_MEMORY on healthy nodes"); }},
@@ -171,6 +164,7 @@ Classification classify_failure(const JobFailure& failure, const FailoverConfig&
     c.rule = "no rule matched";
     c.evidence = "ended " + std::string(to_string(failure.end)) + " with " + exit_text(failure);
   }
+  if (!failure.user_evidence.empty()) c.evidence += "; the job's output says: " + failure.user_evidence;
   if (c.failure_class == FailureClass::node_fault)
     for (const auto& f : failure.node_faults)
       if (std::find(c.bad_nodes.begin(), c.bad_nodes.end(), f.node) == c.bad_nodes.end()) c.bad_nodes.push_back(f.node);

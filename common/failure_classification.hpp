@@ -52,10 +52,10 @@ struct JobFailure {
   int signal = 0;     // signal that killed it, when it was killed
   std::vector<NodeFault> node_faults;
   std::string hang_detail;  // for JobEnd::hung: what stopped progressing
-  // For an attempt SaFE started by a failover: srun's error when it could not create a step (e.g.
-  // "srun: error: Unable to create step for job 7: Invalid generic resource (gres)
-  // specification"), as found at the end of the job's output; empty otherwise.
-  std::string step_launch_error;
+  // What the job itself says, from files its user writes (its output's tail, e.g. srun's "Unable
+  // to create step"): shown with the classification, never a reason for one. A job must not
+  // earn itself a retry the admin's config does not give it by printing the right words.
+  std::string user_evidence;
 };
 
 struct Classification {

@@ -84,9 +84,8 @@ std::optional<long long> gpus_in_tres(std::string_view tres) {
   return total;
 }
 
-GpuCount count_requested_gpus(const GpuRequest& r) {
-  GpuCount out;
-  const long long nodes = r.min_nodes > 0 ? r.min_nodes : 1;
+GpuCharge charge_gpus(const GpuRequest& r, const NodeCapacity& cap) {
+  GpuCharge out;
   auto read = [&](const std::string& tres, const char* option) -> long long {
     if (tres.empty() || !out.error.empty()) return 0;
     auto n = gpus_in_tres(tres);
@@ -102,11 +101,52 @@ GpuCount count_requested_gpus(const GpuRequest& r) {
   long long per_socket = read(r.tres_per_socket, "--gpus-per-socket");
   if (!out.error.empty()) return out;
 
-  long long tasks = r.num_tasks > 0                ? static_cast<long long>(r.num_tasks)
-                    : r.ntasks_per_node > 0 ? static_cast<long long>(r.ntasks_per_node) * nodes
-                                                   : nodes;
-  long long sockets = (r.sockets_per_node > 0 ? r.sockets_per_node : 1) * nodes;
-  out.gpus = std::max({per_job, per_node * nodes, per_task * tasks, per_socket * sockets});
+  bool whole = r.exclusive || r.core_spec || (cap.known && cap.whole_node);
+  bool node_count_matters = whole || per_node || per_task || per_socket || r.ntasks_per_tres;
+  // How many nodes Slurm may give the job.
+  long long min_nodes = r.min_nodes > 0 ? r.min_nodes : 1;
+  long long nodes = min_nodes;
+  if (r.max_nodes > 0) {
+    nodes = std::max<long long>(r.max_nodes, min_nodes);
+  } else if (r.num_tasks > 0) {
+    nodes = std::max<long long>(r.num_tasks, min_nodes);
+  } else if (node_count_matters) {
+    out.max_nodes = static_cast<uint32_t>(min_nodes);  // so that Slurm cannot give it more
+  }
+  if (cap.known && cap.nodes > 0 && nodes > cap.nodes) nodes = cap.nodes;
+  std::string node_text = std::to_string(nodes) + (nodes == 1 ? " node" : " nodes");
+
+  long long best = per_job;
+  out.how = "--gpus";
+  auto consider = [&](long long gpus, std::string how) {
+    if (gpus > best) best = gpus, out.how = std::move(how);
+  };
+  out.needs_capacity = (whole || per_socket) && !cap.known;
+  long long node_gpus = cap.known ? cap.gpus_per_node : 0;
+  if (whole)
+    consider(node_gpus * nodes, node_text + " x " + std::to_string(node_gpus) + " GPUs: " +
+                                    (r.exclusive ? "--exclusive" : r.core_spec ? "--core-spec" : "an exclusive partition") +
+                                    " gives whole nodes");
+  consider(per_node * nodes, node_text + " x " + std::to_string(per_node) + " GPUs");
+  if (per_task) {
+    long long tasks = r.num_tasks > 0 ? r.num_tasks : r.ntasks_per_node > 0 ? r.ntasks_per_node * nodes : nodes;
+    long long gpus = per_task * tasks;
+    if (node_gpus > 0) gpus = std::min(gpus, node_gpus * nodes);  // no node gives more than it has
+    consider(gpus, std::to_string(tasks) + " tasks x " + std::to_string(per_task) + " GPUs");
+  }
+  if (per_socket) {
+    // Slurm may allocate per-socket GPUs on every socket of a node, not only the ones asked for.
+    long long sockets = std::max<long long>(cap.sockets_per_node, r.sockets_per_node);
+    long long gpus = std::min(per_socket * sockets, node_gpus > 0 ? node_gpus : per_socket * sockets) * nodes;
+    consider(gpus, node_text + " x " + std::to_string(sockets) + " sockets x " + std::to_string(per_socket) + " GPUs");
+  }
+  if (r.ntasks_per_tres && !per_job && !per_node && !per_task && !per_socket) {
+    // --ntasks-per-gpu alone: one GPU per that many tasks, one per node when no task count is given.
+    long long gpus = r.num_tasks > 0 ? (r.num_tasks + r.ntasks_per_tres - 1) / r.ntasks_per_tres : nodes;
+    consider(gpus, "--ntasks-per-gpu");
+  }
+  out.gpus = best;
+  if (best == 0) out.max_nodes.reset();  // nothing charged: nothing to bound
   return out;
 }
 

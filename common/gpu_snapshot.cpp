@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <memory>
 
+#include "common/json_utf8.hpp"
+
 namespace safe {
 namespace {
 
@@ -32,18 +34,18 @@ std::string get_string(json_t* o, const char* key) {
 
 std::string to_json(const GpuSnapshot& s) {
   JsonPtr root(json_object());
-  json_object_set_new(root.get(), "backend", json_string(s.backend.c_str()));
+  json_object_set_new(root.get(), "backend", json_utf8(s.backend));
   json_object_set_new(root.get(), "ok", json_boolean(s.ok));
-  if (!s.error.empty()) json_object_set_new(root.get(), "error", json_string(s.error.c_str()));
+  if (!s.error.empty()) json_object_set_new(root.get(), "error", json_utf8(s.error));
   if (s.pci_gpu_count >= 0) set_int(root.get(), "pci_gpu_count", s.pci_gpu_count);
   if (s.hang) json_object_set_new(root.get(), "hang", json_true());
   json_t* gpus = json_array();
   for (const auto& g : s.gpus) {
     json_t* o = json_object();
     set_int(o, "index", g.index);
-    json_object_set_new(o, "bus_id", json_string(g.bus_id.c_str()));
+    json_object_set_new(o, "bus_id", json_utf8(g.bus_id));
     json_object_set_new(o, "responsive", json_boolean(g.responsive));
-    if (!g.error.empty()) json_object_set_new(o, "error", json_string(g.error.c_str()));
+    if (!g.error.empty()) json_object_set_new(o, "error", json_utf8(g.error));
     set_int(o, "temperature_c", g.temperature_c);
     set_int(o, "slowdown_c", g.slowdown_c);
     set_int(o, "ecc_correctable", g.ecc_correctable);
@@ -67,7 +69,7 @@ std::string to_json(const GpuSnapshot& s) {
       json_t* po = json_object();
       set_int(po, "pid", p.pid);
       set_int(po, "memory_mib", p.memory_mib);
-      json_object_set_new(po, "name", json_string(p.name.c_str()));
+      json_object_set_new(po, "name", json_utf8(p.name));
       json_array_append_new(procs, po);
     }
     json_object_set_new(o, "processes", procs);

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <memory>
 
+#include "common/json_utf8.hpp"
+
 namespace safe {
 
 RunVerdict apply_run(HealthHistory& history, const std::vector<CheckResult>& results, const HysteresisPolicy& policy) {
@@ -66,7 +68,7 @@ struct JsonDeleter {
 
 std::string to_json(const HealthHistory& history) {
   std::unique_ptr<json_t, JsonDeleter> root(json_object());
-  json_object_set_new(root.get(), "slurmd_instance", json_string(history.slurmd_instance.c_str()));
+  json_object_set_new(root.get(), "slurmd_instance", json_utf8(history.slurmd_instance));
   json_object_set_new(root.get(), "last_run", json_integer(history.last_run));
   json_object_set_new(root.get(), "clean_runs", json_integer(history.clean_runs));
   json_t* checks = json_object();
@@ -76,7 +78,7 @@ std::string to_json(const HealthHistory& history) {
     json_object_set_new(o, "passes", json_integer(h.passes));
     json_object_set_new(o, "unknowns", json_integer(h.unknowns));
     json_object_set_new(o, "recovering", json_boolean(h.recovering));
-    json_object_set_new(o, "detail", json_string(h.detail.c_str()));
+    json_object_set_new(o, "detail", json_utf8(h.detail));
     json_object_set_new(checks, name.c_str(), o);
   }
   json_object_set_new(root.get(), "checks", checks);

@@ -25,6 +25,7 @@ std::string format_job_metadata(const JobMetadata& m) {
   out += " sig=" + s.ckpt_signal.to_string();
   out += " hang=" + std::to_string(s.hang_timeout);
   out += " gpus=" + std::to_string(s.gpus);
+  if (m.submitted > 0) out += " sub=" + std::to_string(m.submitted);
   if (!s.ckpt_dir.empty()) out += " ckpt=" + s.ckpt_dir;
   if (!m.last_failure.empty()) out += " last=" + m.last_failure;
   return out;
@@ -69,6 +70,10 @@ std::optional<JobMetadata> parse_job_metadata(std::string_view text) {
       m.settings.hang_timeout = to_int(value).value_or(0);
     } else if (key == "gpus") {
       m.settings.gpus = to_int(value).value_or(0);
+    } else if (key == "sub") {
+      long long v = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+      if (ec == std::errc() && end == value.data() + value.size() && v > 0) m.submitted = v;
     } else if (key == "ckpt") {
       m.settings.ckpt_dir = value;
     }

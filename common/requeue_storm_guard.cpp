@@ -1,6 +1,7 @@
 #include "common/requeue_storm_guard.hpp"
 
 #include <algorithm>
+#include <set>
 
 namespace safe {
 
@@ -12,23 +13,51 @@ long long failover_backoff_s(int failovers_done, int initial_s, int max_s) {
 }
 
 void FailoverRateLimiter::expire(long long now) {
-  while (!times_.empty() && times_.front() <= now - 60) times_.pop_front();
+  while (!made_.empty() && made_.front().time <= now - 60) made_.pop_front();
+  for (auto it = asked_.begin(); it != asked_.end();) {
+    if (it->second <= now - 60) it = asked_.erase(it);
+    else ++it;
+  }
 }
 
-bool FailoverRateLimiter::try_acquire(long long now) {
+int FailoverRateLimiter::tenant_share(long long now) {
   expire(now);
-  if (static_cast<int>(times_.size()) >= per_minute_) return false;
-  times_.push_back(now);
+  std::set<std::string> tenants;
+  for (const auto& [tenant, when] : asked_) tenants.insert(tenant);
+  for (const auto& m : made_)
+    if (!m.node_fault) tenants.insert(m.tenant);
+  int n = std::max<int>(1, static_cast<int>(tenants.size()));
+  return std::max(1, (per_minute_ + n - 1) / n);
+}
+
+bool FailoverRateLimiter::try_acquire(long long now, const std::string& tenant, bool node_fault) {
+  expire(now);
+  int same_kind = 0, tenants_own = 0;
+  for (const auto& m : made_) {
+    if (m.node_fault != node_fault) continue;
+    ++same_kind;
+    if (m.tenant == tenant) ++tenants_own;
+  }
+  if (node_fault) {
+    if (same_kind >= per_minute_) return false;
+  } else {
+    // Each tenant against its own share only: a tenant that had the window to itself may have
+    // used all of it, and one that asks now must still get its share at once.
+    asked_[tenant] = now;
+    if (tenants_own >= tenant_share(now)) return false;
+  }
+  made_.push_back({now, tenant, node_fault});
   return true;
 }
 
-void FailoverRateLimiter::record(long long when) {
-  times_.insert(std::upper_bound(times_.begin(), times_.end(), when), when);
+void FailoverRateLimiter::record(long long when, const std::string& tenant, bool node_fault) {
+  auto at = std::upper_bound(made_.begin(), made_.end(), when, [](long long t, const Made& m) { return t < m.time; });
+  made_.insert(at, {when, tenant, node_fault});
 }
 
 int FailoverRateLimiter::used(long long now) {
   expire(now);
-  return static_cast<int>(times_.size());
+  return static_cast<int>(made_.size());
 }
 
 }  // namespace safe

@@ -11,7 +11,7 @@
 namespace safe {
 
 std::optional<SimFault> sim_fault_from_string(std::string_view name) {
-  for (SimFault f : {SimFault::ecc, SimFault::lost, SimFault::hot, SimFault::xgmi, SimFault::pcie, SimFault::hang,
+  for (SimFault f : {SimFault::ecc, SimFault::lost, SimFault::hot, SimFault::xgmi, SimFault::pcie, SimFault::replays, SimFault::hang,
                      SimFault::clear})
     if (to_string(f) == name) return f;
   return std::nullopt;
@@ -24,6 +24,7 @@ std::string_view to_string(SimFault fault) {
     case SimFault::hot: return "hot";
     case SimFault::xgmi: return "xgmi";
     case SimFault::pcie: return "pcie";
+    case SimFault::replays: return "replays";
     case SimFault::hang: return "hang";
     case SimFault::clear: return "clear";
   }
@@ -64,6 +65,7 @@ std::optional<std::string> apply_sim_fault(GpuSnapshot& s, int gpu, SimFault fau
     case SimFault::pcie:
       g.link_width = g.link_max_width > 1 ? g.link_max_width / 2 : 1;
       break;
+    case SimFault::replays: g.pcie_replay = 5000; break;  // above the default 1000: a warning, not critical
     case SimFault::clear: g = healthy_sim_gpu(g.index); break;
     case SimFault::hang: break;
   }

@@ -11,7 +11,7 @@
 
 namespace safe {
 
-enum class SimFault { ecc, lost, hot, xgmi, pcie, hang, clear };
+enum class SimFault { ecc, lost, hot, xgmi, pcie, replays, hang, clear };
 
 std::optional<SimFault> sim_fault_from_string(std::string_view name);
 std::string_view to_string(SimFault fault);

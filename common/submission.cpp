@@ -1,5 +1,6 @@
 #include "common/submission.hpp"
 
+#include <algorithm>
 #include <string_view>
 
 #include "common/job_metadata.hpp"
@@ -22,7 +23,44 @@ std::vector<std::string> settings_spank_env(const JobSettings& s) {
   return entries;
 }
 
-SubmissionReview review_submission(const SafeConfig& config, const Submission& sub, const JobUser& user) {
+namespace {
+
+// What the nodes of the job's partitions can give it, from the shape; unknown when there is no
+// shape or a partition is not in it (made since safed last published).
+NodeCapacity capacity_of(const ClusterShape* shape, const std::string& partitions) {
+  NodeCapacity cap;
+  if (!shape) return cap;
+  std::vector<const PartitionShape*> parts;
+  std::size_t pos = 0;
+  while (pos <= partitions.size()) {
+    std::size_t end = partitions.find(',', pos);
+    if (end == std::string::npos) end = partitions.size();
+    std::string name = partitions.substr(pos, end - pos);
+    pos = end + 1;
+    if (name.empty()) continue;
+    const PartitionShape* p = shape->find(name);
+    if (!p) return cap;
+    parts.push_back(p);
+  }
+  if (parts.empty()) {
+    const PartitionShape* d = shape->default_partition();
+    if (!d) return cap;
+    parts.push_back(d);
+  }
+  cap.known = true;
+  for (const auto* p : parts) {
+    cap.gpus_per_node = std::max(cap.gpus_per_node, p->gpus_per_node);
+    cap.sockets_per_node = std::max(cap.sockets_per_node, p->sockets_per_node);
+    cap.nodes = std::max(cap.nodes, p->nodes);
+    cap.whole_node = cap.whole_node || p->whole_node;
+  }
+  return cap;
+}
+
+}  // namespace
+
+SubmissionReview review_submission(const SafeConfig& config, const Submission& sub, const JobUser& user,
+                                   const ClusterShape* shape) {
   SubmissionReview review;
   std::vector<std::string_view> env(sub.spank_env.begin(), sub.spank_env.end());
   SpankEnvOptions parsed = parse_spank_job_env(env);
@@ -30,26 +68,74 @@ SubmissionReview review_submission(const SafeConfig& config, const Submission& s
     review.message = parsed.errors.front();
     return review;
   }
-  GpuCount gpus = count_requested_gpus(sub.gpus);
-  if (!gpus.error.empty()) {
-    review.message = gpus.error;
+  // Whose job is it: the workspace it names, or the one whose partition it runs in.
+  std::string default_partition;
+  const PartitionShape* d = shape ? shape->default_partition() : nullptr;
+  if (d) default_partition = d->name;
+  WorkspaceChoice choice = choose_workspace(config, parsed.options, sub.partition, d ? &default_partition : nullptr, user);
+  if (!choice.rejection.empty()) {
+    review.message = choice.rejection;
+    return review;
+  }
+  SafeOptions options = parsed.options;
+  if (choice.workspace) options.workspace = choice.workspace->name;
+
+  bool quota = choice.workspace && choice.workspace->gpu_quota > 0;
+  NodeCapacity capacity = capacity_of(shape, choice.partition.empty() ? sub.partition : choice.partition);
+  GpuCharge charge = charge_gpus(sub.gpus, capacity);
+  if (!charge.error.empty()) {
+    review.message = charge.error;
+    return review;
+  }
+  // The charge must never be less than what Slurm can give: without the partitions' shape, a
+  // quota cannot be charged (an exclusive partition gives every job whole nodes).
+  if (quota && !capacity.known) {
+    review.message = "safe: workspace '" + choice.workspace->name +
+                     "' has a GPU quota, and SaFE cannot yet tell how many GPUs Slurm may give this job: " +
+                     (shape ? "partition '" + (choice.partition.empty() ? sub.partition : choice.partition) +
+                                  "' is not in the cluster shape safed published yet"
+                            : std::string("safed has not published the cluster's partitions")) +
+                     "; ask an administrator to start safed (or wait a minute for it) and submit again";
     return review;
   }
 
-  AdmissionRequest request{parsed.options, sub.partition, sub.account, sub.qos, sub.licenses, gpus.gpus};
+  if (quota && charge.gpus > 0 && sub.het &&
+      std::find(sub.het->quota_charged.begin(), sub.het->quota_charged.end(), choice.workspace->name) !=
+          sub.het->quota_charged.end()) {
+    review.message = "safe: component " + std::to_string(sub.het->offset) +
+                     " of this heterogeneous job takes GPUs from workspace '" + choice.workspace->name +
+                     "' as an earlier component does; Slurm checks each component's licenses on its own, so "
+                     "together they could exceed its quota of " + std::to_string(choice.workspace->gpu_quota) +
+                     " GPUs. Give the GPUs to one component, or submit the components as separate jobs";
+    return review;
+  }
+
+  AdmissionRequest request{options, sub.partition, sub.account, sub.qos, sub.licenses, charge.gpus, charge.how};
   AdmissionDecision decision = admit_job(config, request, user);
   review.message = decision.message;
   if (!decision.accepted) return review;
+  if (quota && charge.gpus > 0) review.quota_charged = choice.workspace->name;
 
   review.accepted = true;
   review.settings = decision.settings;
   SubmissionChanges& c = review.changes;
   c.partition = decision.partition;
+  if (!c.partition && choice.workspace && sub.partition.empty() && !choice.partition.empty())
+    c.partition = choice.partition;  // the default partition, made explicit: the charge was for it
   c.account = decision.account;
   c.qos = decision.qos;
   c.licenses = decision.licenses;
   c.requeue_with_append = decision.requeue_with_append;
-  c.admin_comment = merge_admin_comment(sub.admin_comment, format_job_metadata({decision.settings, 0, ""}));
+  if (quota && charge.gpus > 0 && charge.max_nodes) {
+    c.max_nodes = charge.max_nodes;
+    // Only a job that gave an open range (-N 2-) could have meant more; without -N Slurm gives one.
+    if (sub.gpus.min_nodes > 0) {
+      std::string notice = "the job may use at most " + std::to_string(*charge.max_nodes) +
+                           " node(s), what its GPUs are charged for (give -N MIN-MAX to allow more)";
+      review.message += (review.message.empty() ? "safe: " : "; ") + notice;
+    }
+  }
+  c.admin_comment = merge_admin_comment(sub.admin_comment, format_job_metadata({decision.settings, 0, sub.now, ""}));
 
   std::vector<std::string> rewritten;
   for (const auto& entry : sub.spank_env)
@@ -72,9 +158,14 @@ std::optional<std::string> review_update(const SafeConfig& config, const JobUpda
            "workspace GPU quotas are configured; cancel the job and submit it again";
   if (update.partition) {
     for (const auto& w : config.workspaces) {
-      if (w.partition.empty() || w.partition != *update.partition || is_member(w, user)) continue;
-      return "safe: partition '" + w.partition + "' belongs to workspace '" + w.name + "', of which user '" +
-             user.name + "' is not a member";
+      if (w.partition.empty() || w.partition != *update.partition) continue;
+      if (!is_member(w, user))
+        return "safe: partition '" + w.partition + "' belongs to workspace '" + w.name + "', of which user '" +
+               user.name + "' is not a member";
+      // The job was charged (or not) for where it was submitted: moving into a quota is a new job.
+      if (w.gpu_quota > 0)
+        return "safe: partition '" + w.partition + "' belongs to workspace '" + w.name +
+               "', which has a GPU quota; a job cannot be moved there: cancel it and submit it with -p " + w.partition;
     }
   }
   return std::nullopt;

@@ -9,18 +9,29 @@
 #include <vector>
 
 #include "common/admission.hpp"
+#include "common/cluster_shape.hpp"
 #include "common/gpu_request.hpp"
 
 namespace safe {
 
 struct Submission {
+  long long now = 0;                   // unix seconds when job_submit saw it (the record's sub=)
   std::vector<std::string> spank_env;  // job_desc->spank_job_env
   std::string partition, account, qos, licenses, admin_comment;
   GpuRequest gpus;
+  // A component of a heterogeneous job: its offset, and the quota workspaces the components
+  // before it were charged GPUs in. Slurm tests each component's licenses on its own and then
+  // starts them all together, so two components charged to one quota could together exceed it.
+  struct HetComponent {
+    std::uint32_t offset = 0;
+    std::vector<std::string> quota_charged;
+  };
+  std::optional<HetComponent> het;
 };
 
 struct SubmissionChanges {
   std::optional<std::string> partition, account, qos, licenses, admin_comment;
+  std::optional<std::uint32_t> max_nodes;  // bounds the node count the GPU charge was made for
   bool requeue_with_append = false;
   // The job's SPANK environment with SaFE's options set to their effective values, so the
   // prolog, the job's tasks and the controller all see what policy decided.
@@ -32,16 +43,23 @@ struct SubmissionReview {
   std::string message;  // for the user: why it was rejected, or a notice (e.g. a capped value)
   SubmissionChanges changes;
   JobSettings settings;
+  std::string quota_charged;  // the workspace whose quota the job was charged GPUs in, if any
 };
 
-SubmissionReview review_submission(const SafeConfig& config, const Submission& submission, const JobUser& user);
+// `shape`: the cluster shape safed published (nullptr when there is none): a workspace with a
+// GPU quota cannot charge a job without it, nor can a job that names no partition be placed in a
+// workspace by its (default) partition.
+SubmissionReview review_submission(const SafeConfig& config, const Submission& submission, const JobUser& user,
+                                   const ClusterShape* shape);
 
 // An `scontrol update job` request, with only the fields it changes set. In Slurm 22.05 the
 // plugin cannot read the job being updated (its record is private to slurmctld), so the rules
 // are the ones that hold whatever the job's workspace is.
 struct JobUpdate {
   std::optional<std::string> licenses, partition;
-  bool changes_gpu_request = false;  // tres_per_* or the node/task counts they multiply with
+  // tres_per_*, the node/task counts they multiply with, or what makes a job whole-node
+  // (OverSubscribe, core specialization)
+  bool changes_gpu_request = false;
 };
 
 // nullopt: allowed; otherwise the message for the user. Administrators (root, SlurmUser) may

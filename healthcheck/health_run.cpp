@@ -14,8 +14,9 @@
 #include <memory>
 #include <sstream>
 
-#include "healthcheck/hwloc_numa.hpp"
+#include "common/json_utf8.hpp"
 #include "healthcheck/host_checks.hpp"
+#include "healthcheck/hwloc_numa.hpp"
 #include "healthcheck/kmsg_check.hpp"
 #include "healthcheck/timed_task.hpp"
 
@@ -261,30 +262,30 @@ std::string summary_line(const RunReport& r) {
 
 std::string report_json(const RunReport& r) {
   json_t* root = json_object();
-  json_object_set_new(root, "node", json_string(r.node.c_str()));
+  json_object_set_new(root, "node", json_utf8(r.node));
   json_object_set_new(root, "time", json_integer(r.time));
-  json_object_set_new(root, "status", json_string(r.status.c_str()));
+  json_object_set_new(root, "status", json_utf8(r.status));
   json_object_set_new(root, "exit_code", json_integer(r.exit_code));
   json_object_set_new(root, "elapsed_ms", json_real(r.elapsed_ms));
-  json_object_set_new(root, "gpu_backend", json_string(r.gpu_backend.c_str()));
+  json_object_set_new(root, "gpu_backend", json_utf8(r.gpu_backend));
   json_object_set_new(root, "startup_run", json_boolean(r.startup_run));
-  if (!r.error.empty()) json_object_set_new(root, "error", json_string(r.error.c_str()));
+  if (!r.error.empty()) json_object_set_new(root, "error", json_utf8(r.error));
   json_t* checks = json_array();
   for (const auto& c : r.results) {
     json_t* o = json_object();
-    json_object_set_new(o, "check", json_string(c.check.c_str()));
-    json_object_set_new(o, "status", json_string(std::string(to_string(c.status)).c_str()));
-    json_object_set_new(o, "severity", json_string(std::string(to_string(c.severity)).c_str()));
-    json_object_set_new(o, "detail", json_string(c.detail.c_str()));
+    json_object_set_new(o, "check", json_utf8(c.check));
+    json_object_set_new(o, "status", json_utf8(std::string(to_string(c.status))));
+    json_object_set_new(o, "severity", json_utf8(std::string(to_string(c.severity))));
+    json_object_set_new(o, "detail", json_utf8(c.detail));
     json_array_append_new(checks, o);
   }
   json_object_set_new(root, "checks", checks);
   json_t* action = json_object();
-  json_object_set_new(action, "action", json_string(std::string(to_string(r.decision.action)).c_str()));
-  json_object_set_new(action, "reason", json_string(r.decision.reason.c_str()));
-  json_object_set_new(action, "why", json_string(r.decision.why.c_str()));
+  json_object_set_new(action, "action", json_utf8(std::string(to_string(r.decision.action))));
+  json_object_set_new(action, "reason", json_utf8(r.decision.reason));
+  json_object_set_new(action, "why", json_utf8(r.decision.why));
   json_object_set_new(action, "ok", json_boolean(r.action_ok));
-  if (!r.action_error.empty()) json_object_set_new(action, "error", json_string(r.action_error.c_str()));
+  if (!r.action_error.empty()) json_object_set_new(action, "error", json_utf8(r.action_error));
   json_object_set_new(root, "action", action);
   char* text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
   std::string out = text ? text : "{}";

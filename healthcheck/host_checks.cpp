@@ -65,8 +65,10 @@ CheckResult check_mounts(const NodeFs& fs, const std::vector<MountRequirement>& 
       continue;
     }
     std::string here = fs.path(m.path);
-    std::string probe = here + "/.safe-healthcheck." + std::to_string(getpid());
-    int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    // A random name, created exclusively: a user who plants a file (or a link) under a name the
+    // checker would use cannot make the mount look unwritable and drain the node.
+    std::string probe = here + "/.safe-healthcheck.XXXXXX";
+    int fd = mkostemp(probe.data(), O_CLOEXEC);
     if (fd < 0) {
       problems.push_back(m.path + " not writable: " + std::strerror(errno));
       continue;

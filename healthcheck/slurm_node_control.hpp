@@ -1,6 +1,7 @@
-// The health checker's only calls to Slurm: read a node's state and reason, drain it, resume it.
-// Each is `scontrol` in a child process with a hard timeout (SLURM_CONF from the environment
-// selects the cluster); unit tests use a fake ProcessRunner.
+// The node programs' only calls to Slurm: read a node's state and reason, drain it, resume it;
+// and for the prolog, requeue or cancel the job it refuses without draining the node. Each is
+// `scontrol` (or `scancel`) in a child process with a hard timeout (SLURM_CONF from the
+// environment selects the cluster); unit tests use a fake ProcessRunner.
 #pragma once
 
 #include <chrono>
@@ -19,6 +20,8 @@ class SlurmNodeControl {
   virtual std::optional<NodeStatus> read(const std::string& node, std::string& error) = 0;
   virtual bool drain(const std::string& node, const std::string& reason, std::string& error) = 0;
   virtual bool resume(const std::string& node, std::string& error) = 0;
+  virtual bool requeue_job(const std::string& job_id, std::string& error) = 0;
+  virtual bool cancel_job(const std::string& job_id, std::string& error) = 0;
 };
 
 class ScontrolNodeControl : public SlurmNodeControl {
@@ -28,8 +31,11 @@ class ScontrolNodeControl : public SlurmNodeControl {
   std::optional<NodeStatus> read(const std::string& node, std::string& error) override;
   bool drain(const std::string& node, const std::string& reason, std::string& error) override;
   bool resume(const std::string& node, std::string& error) override;
+  bool requeue_job(const std::string& job_id, std::string& error) override;
+  bool cancel_job(const std::string& job_id, std::string& error) override;
 
  private:
+  bool run(const std::vector<std::string>& argv, std::string& error);
   bool update(const std::vector<std::string>& args, std::string& error);
   ProcessRunner& runner_;
   std::chrono::milliseconds timeout_;

@@ -10,7 +10,7 @@
 
 #include "common/admission.hpp"
 #include "common/job_metadata.hpp"
-#include "kube-bridge/json_value.hpp"
+#include "common/json_value.hpp"
 #include "kube-bridge/slurm_workload.hpp"
 #include "kube-bridge/workload_spec.hpp"
 
@@ -71,6 +71,11 @@ std::optional<long long> query_int(const std::string& text, long long lo, long l
 }
 
 bool visible_to(const SlurmJob& job, const Principal& who) { return who.admin || job.uid == who.user.uid; }
+
+long long meta_submitted(const SlurmJob& job) {
+  auto meta = parse_job_metadata(job.admin_comment);
+  return meta ? meta->submitted : 0;
+}
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -251,7 +256,7 @@ ApiResponse BridgeApi::create_workload(const ApiRequest& req, const Principal& w
   if (spec.target == WorkloadTarget::kubernetes) {
     // No slurmctld decides here: the policy the job_submit plugin applies on Slurm applies here.
     if (!decision.accepted) return error_response(403, decision.message);
-    if (auto problem = kube_->create(spec, decision.settings, who.user.name, who.user.uid))
+    if (auto problem = kube_->create(spec, decision.settings, who.user.name, who.user.uid, who.user.gid))
       return error_response(problem->first, problem->second);
     metrics_.count_created(true);
     Json body = json_take(json_object());
@@ -265,7 +270,9 @@ ApiResponse BridgeApi::create_workload(const ApiRequest& req, const Principal& w
     return r;
   }
 
-  SlurmJobRequest job = slurm_job_request(spec, who.user, settings_.work_dir);
+  auto work_dir = work_dirs_.prepare(who.user);
+  if (!work_dir) return error_response(422, work_dir.error());
+  SlurmJobRequest job = slurm_job_request(spec, who.user, *work_dir);
   auto submitted = slurm_.submit(job);
   if (!submitted.value) {
     if (submitted.access_denied)
@@ -357,6 +364,13 @@ std::shared_ptr<const BridgeApi::WorkloadIndex> BridgeApi::workload_index(const 
   }
   auto index = std::make_shared<WorkloadIndex>();
   index->snapshot = snapshot;
+  {
+    // A deleted workload Slurm no longer knows needs hiding no more.
+    std::set<std::uint32_t> present;
+    for (const auto& job : *snapshot) present.insert(job.id);
+    std::lock_guard lock(deleted_mutex_);
+    for (auto it = deleted_.begin(); it != deleted_.end();) it = present.count(*it) ? std::next(it) : deleted_.erase(it);
+  }
   for (const auto& job : *snapshot) {
     auto record = parse_bridge_comment(job.comment);
     if (!record) continue;
@@ -404,7 +418,7 @@ ApiResponse BridgeApi::workload_action(const ApiRequest& req, const Principal& w
     json_t* items = slurm_events(*job);
     bool from_safed = false;
     if (history_)
-      if (auto doc = history_->job_history(job->id)) from_safed = append_controller_events(*doc, items);
+      if (auto doc = history_->job_history(job->id, meta_submitted(*job))) from_safed = append_controller_events(*doc, items);
     json_set(body.get(), "items", items);
     json_set(body.get(), "sources", json_string(from_safed ? "slurm,safed" : "slurm"));
     return json_response(200, body.get());

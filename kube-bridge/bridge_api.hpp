@@ -13,21 +13,17 @@
 #include <vector>
 
 #include "common/config.hpp"
-#include "kube-bridge/authenticator.hpp"
+#include "common/http_service.hpp"
+#include "common/authenticator.hpp"
 #include "kube-bridge/bridge_metrics.hpp"
 #include "kube-bridge/controller_history.hpp"
 #include "kube-bridge/kube_target.hpp"
 #include "kube-bridge/slurm_client.hpp"
+#include "kube-bridge/user_work_dir.hpp"
 
 namespace safe::bridge {
 
-struct ApiRequest {
-  std::string method;
-  std::string path;  // decoded, without the query
-  std::multimap<std::string, std::string> query;
-  std::string authorization;
-  std::string body;
-};
+using ApiRequest = HttpRequest;
 
 struct ApiResponse {
   int status = 200;
@@ -39,15 +35,15 @@ struct ApiResponse {
 
 struct BridgeSettings {
   SafeConfig config;
-  std::string work_dir = "/tmp";   // Slurm workloads' working directory and output files
   std::string openapi_document;     // served at /openapi.json
 };
 
 class BridgeApi {
  public:
   BridgeApi(BridgeSettings settings, Authenticator& auth, UserDirectory& users, SlurmClient& slurm,
-            BridgeMetrics& metrics)
-      : settings_(std::move(settings)), auth_(auth), users_(users), slurm_(slurm), metrics_(metrics) {}
+            BridgeMetrics& metrics, UserWorkDirs& work_dirs)
+      : settings_(std::move(settings)), auth_(auth), users_(users), slurm_(slurm), metrics_(metrics),
+        work_dirs_(work_dirs) {}
 
   ApiResponse handle(const ApiRequest& request);
   // Enables "target": "kubernetes" (kube_bridge.kubernetes configured and reachable).
@@ -88,10 +84,12 @@ class BridgeApi {
   UserDirectory& users_;
   SlurmClient& slurm_;
   BridgeMetrics& metrics_;
+  UserWorkDirs& work_dirs_;
   KubeTarget* kube_ = nullptr;
   ControllerHistory* history_ = nullptr;
   std::mutex deleted_mutex_;
-  std::set<std::uint32_t> deleted_;  // DELETEd jobs stay in Slurm for MinJobAge; hide them
+  // DELETEd jobs stay in Slurm for MinJobAge; hidden until Slurm forgets them (then dropped).
+  std::set<std::uint32_t> deleted_;
 };
 
 // {"error": message} with `status`.

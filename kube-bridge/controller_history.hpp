@@ -9,23 +9,26 @@
 #include <optional>
 #include <string>
 
-#include "kube-bridge/json_value.hpp"
+#include "common/json_value.hpp"
 
 namespace safe::bridge {
 
 class ControllerHistory {
  public:
   virtual ~ControllerHistory() = default;
-  // safed's JSON document for the job, or nullopt (no controller, not tracked, no answer).
-  virtual std::optional<std::string> job_history(std::uint32_t job_id) = 0;
+  // safed's JSON document for the job (`submitted`: the sub= of its SaFE record, which tells it
+  // from an older job with its id; 0 when unknown), or nullopt (no controller, not tracked, no
+  // answer).
+  virtual std::optional<std::string> job_history(std::uint32_t job_id, long long submitted) = 0;
 };
 
-// Over libcurl, 0.5 s at most per call; after a failure it stays quiet for 10 s so that a dead
-// controller costs the API nothing.
+// Over libcurl, 0.5 s at most per call, authenticated with a munge credential of the bridge's own
+// user (an admin of safed's: the bridge shows each user only their own jobs itself); after a
+// failure it stays quiet for 10 s so that a dead controller costs the API nothing.
 class CurlControllerHistory : public ControllerHistory {
  public:
   explicit CurlControllerHistory(std::string base_url) : base_(std::move(base_url)) {}
-  std::optional<std::string> job_history(std::uint32_t job_id) override;
+  std::optional<std::string> job_history(std::uint32_t job_id, long long submitted) override;
 
  private:
   std::string base_;

@@ -5,7 +5,7 @@
 #include <iterator>
 
 #include "common/yaml_document.hpp"
-#include "kube-bridge/base64.hpp"
+#include "common/base64.hpp"
 #include "kube-bridge/kube_client.hpp"
 
 namespace safe::bridge {

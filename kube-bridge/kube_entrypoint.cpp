@@ -7,17 +7,18 @@ namespace safe::bridge {
 namespace {
 
 // Scan, in the order of common/checkpoint_scan: every entry of the directory (dot names too) that
-// is a directory and not a symbolic link, whose marker is a regular file and not a link; the
-// newest marker mtime (whole seconds, as st_mtime) wins, ties go to the greater name (bytes, so
-// expr runs in the C locale). Trailing slashes of the directory are dropped as there.
+// is a directory and not a symbolic link, whose marker is a regular file and not a link, both
+// owned by the pod's user (-O), in a directory the user owns; the newest marker mtime (whole
+// seconds, as st_mtime) wins, ties go to the greater name (bytes, so expr runs in the C locale).
+// Trailing slashes of the directory are dropped as there.
 constexpr const char* kResumeScan = R"(SAFE_RESUME_FROM=
-if [ -n "${SAFE_CKPT_DIR:-}" ] && [ -d "$SAFE_CKPT_DIR" ]; then
+if [ -n "${SAFE_CKPT_DIR:-}" ] && [ -d "$SAFE_CKPT_DIR" ] && [ -O "$SAFE_CKPT_DIR" ]; then
   safe_base=$SAFE_CKPT_DIR
   while [ "${#safe_base}" -gt 1 ] && [ "${safe_base%/}" != "$safe_base" ]; do safe_base=${safe_base%/}; done
   safe_best_t=
   for safe_d in "$safe_base"/* "$safe_base"/.[!.]* "$safe_base"/..?*; do
-    [ -d "$safe_d" ] && [ ! -L "$safe_d" ] || continue
-    [ -f "$safe_d/$safe_marker" ] && [ ! -L "$safe_d/$safe_marker" ] || continue
+    [ -d "$safe_d" ] && [ ! -L "$safe_d" ] && [ -O "$safe_d" ] || continue
+    [ -f "$safe_d/$safe_marker" ] && [ ! -L "$safe_d/$safe_marker" ] && [ -O "$safe_d/$safe_marker" ] || continue
     safe_t=$(stat -c %Y -- "$safe_d/$safe_marker" 2>/dev/null) || continue
     if [ -z "$safe_best_t" ] || [ "$safe_t" -gt "$safe_best_t" ] ||
       { [ "$safe_t" -eq "$safe_best_t" ] && LC_ALL=C expr "x${safe_d##*/}" \> "x${SAFE_RESUME_FROM##*/}" >/dev/null; }; then

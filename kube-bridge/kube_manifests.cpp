@@ -37,6 +37,58 @@ json_t* env_var(const std::string& name, const std::string& value) {
   return e;
 }
 
+json_t* strings(std::initializer_list<const char*> items) {
+  json_t* a = json_array();
+  for (const char* i : items) json_array_append_new(a, json_string(i));
+  return a;
+}
+
+// The workload's containers: no privilege escalation, no capabilities, the runtime's seccomp.
+json_t* locked_down(bool root_with_chown) {
+  json_t* c = json_object();
+  json_set(c, "allowPrivilegeEscalation", json_false());
+  json_t* caps = json_object();
+  json_set(caps, "drop", strings({"ALL"}));
+  if (root_with_chown) json_set(caps, "add", strings({"CHOWN"}));
+  json_set(c, "capabilities", caps);
+  json_t* seccomp = json_object();
+  json_set(seccomp, "type", json_string("RuntimeDefault"));
+  json_set(c, "seccompProfile", seccomp);
+  return c;
+}
+
+// Makes the workload's own directory on the checkpoint volume and gives it to its user: the one
+// step that runs as root, in the admin's setup image (never the user's), with CAP_CHOWN alone.
+// The volume's directories above it stay root's (0755), so no user can put anything next to
+// another's; a link already in its place is refused, not followed.
+json_t* checkpoint_setup_container(const KubeWorkloadContext& ctx, const std::string& subpath) {
+  json_t* c = json_object();
+  json_set(c, "name", json_string("safe-checkpoint-dir"));
+  json_set(c, "image", json_str(ctx.kube.setup_image));
+  json_t* command = json_array();
+  for (const char* a : {"/bin/sh", "-c",
+                        "set -eu; umask 022; d=/safe-volume/$1; [ ! -L \"$d\" ] || exit 1; mkdir -p \"$d\"; "
+                        "chown -h \"$2:$3\" \"$d\"; chmod 0700 \"$d\"",
+                        "safe-checkpoint-dir"})
+    json_array_append_new(command, json_string(a));
+  json_array_append_new(command, json_str(subpath));
+  json_array_append_new(command, json_str(std::to_string(ctx.uid)));
+  json_array_append_new(command, json_str(std::to_string(ctx.gid)));
+  json_set(c, "command", command);
+  json_t* sc = locked_down(true);
+  json_set(sc, "runAsUser", json_integer(0));
+  json_set(sc, "runAsNonRoot", json_false());
+  json_set(sc, "readOnlyRootFilesystem", json_true());
+  json_set(c, "securityContext", sc);
+  json_t* mounts = json_array();
+  json_t* mount = json_object();
+  json_set(mount, "name", json_string("checkpoint"));
+  json_set(mount, "mountPath", json_string("/safe-volume"));
+  json_array_append_new(mounts, mount);
+  json_set(c, "volumeMounts", mounts);
+  return c;
+}
+
 json_t* metadata(const std::string& name, const WorkloadSpec& spec, const KubeWorkloadContext& ctx) {
   json_t* m = json_object();
   json_set(m, "name", json_str(name));
@@ -49,6 +101,10 @@ json_t* metadata(const std::string& name, const WorkloadSpec& spec, const KubeWo
 }  // namespace
 
 std::string kube_object_name(const std::string& workload, int attempt) { return workload + "-a" + std::to_string(attempt); }
+
+std::string kube_checkpoint_subpath(const std::string& workspace, const std::string& user, const std::string& workload) {
+  return (workspace.empty() ? "-" : workspace) + "/" + user + "/" + workload;
+}
 
 Json kube_job_manifest(const WorkloadSpec& spec, const KubeWorkloadContext& ctx) {
   const std::string name = kube_object_name(spec.name, ctx.attempt);
@@ -71,6 +127,12 @@ Json kube_job_manifest(const WorkloadSpec& spec, const KubeWorkloadContext& ctx)
   json_set(pod, "terminationGracePeriodSeconds",
            json_integer(ctx.settings.ckpt_signal.seconds.value_or(ctx.checkpoint.grace_s)));
   json_set(pod, "subdomain", json_str(name));  // with the headless Service: NAME-INDEX.NAME
+  // Every container runs as the workload's user (its POSIX identity on the Slurm side too).
+  json_t* pod_security = json_object();
+  json_set(pod_security, "runAsUser", json_integer(ctx.uid));
+  json_set(pod_security, "runAsGroup", json_integer(ctx.gid));
+  json_set(pod_security, "runAsNonRoot", json_true());
+  json_set(pod, "securityContext", pod_security);
   // Never on a node SaFE marked unhealthy, nor on one this workload lost or excluded.
   json_t* expressions = json_array();
   json_t* unhealthy = json_object();
@@ -140,15 +202,23 @@ Json kube_job_manifest(const WorkloadSpec& spec, const KubeWorkloadContext& ctx)
   json_set(port, "containerPort", json_integer(kRendezvousPort));
   json_array_append_new(ports, port);
   json_set(c, "ports", ports);
+  json_set(c, "securityContext", locked_down(false));
 
   bool has_volume = !ctx.kube.checkpoint_pvc.empty() || !ctx.kube.checkpoint_host_path.empty();
   if (has_volume && !ctx.settings.ckpt_dir.empty()) {
+    // The workload sees its own directory of the volume only: it can neither load another
+    // workload's checkpoint (pickles are code) nor plant one there.
+    std::string subpath = kube_checkpoint_subpath(ctx.settings.workspace, ctx.user, spec.name);
     json_t* mounts = json_array();
     json_t* mount = json_object();
     json_set(mount, "name", json_string("checkpoint"));
     json_set(mount, "mountPath", json_str(ctx.settings.ckpt_dir));
+    json_set(mount, "subPath", json_str(subpath));
     json_array_append_new(mounts, mount);
     json_set(c, "volumeMounts", mounts);
+    json_t* init = json_array();
+    json_array_append_new(init, checkpoint_setup_container(ctx, subpath));
+    json_set(pod, "initContainers", init);
     json_t* volumes = json_array();
     json_t* volume = json_object();
     json_set(volume, "name", json_string("checkpoint"));

@@ -11,7 +11,7 @@
 
 #include "common/admission.hpp"
 #include "common/config.hpp"
-#include "kube-bridge/json_value.hpp"
+#include "common/json_value.hpp"
 #include "kube-bridge/workload_spec.hpp"
 
 namespace safe::bridge {
@@ -25,6 +25,8 @@ struct KubeWorkloadContext {
   KubernetesConfig kube;
   JobSettings settings;                 // the workload's effective SaFE settings (policy applied)
   std::string user;
+  uid_t uid = 0;                        // the pods run as this uid and gid (never 0: runAsNonRoot)
+  gid_t gid = 0;
   int attempt = 1;                      // 1 on the first run
   std::vector<std::string> avoid_nodes; // excludedNodes, plus nodes lost in earlier attempts
   CheckpointConfig checkpoint;          // complete_marker; grace_s when the settings have no lead time
@@ -36,6 +38,10 @@ constexpr std::string_view kRecordAnnotation = "safe-for-slurm.io/record";
 
 // "train-a2": the Job and Service of attempt 2 of workload "train".
 std::string kube_object_name(const std::string& workload, int attempt);
+
+// "ml/alice/train": the workload's own directory on the checkpoint volume (its subPath), the same
+// for every attempt and no other workload's. "-" stands for no workspace.
+std::string kube_checkpoint_subpath(const std::string& workspace, const std::string& user, const std::string& workload);
 
 Json kube_job_manifest(const WorkloadSpec& spec, const KubeWorkloadContext& ctx);
 Json kube_service_manifest(const WorkloadSpec& spec, const KubeWorkloadContext& ctx);

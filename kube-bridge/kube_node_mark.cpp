@@ -4,7 +4,7 @@
 // after the merge with the health branch) for its own node; cleared when the node heals.
 #include "kube-bridge/kube_node_mark.hpp"
 
-#include "kube-bridge/json_value.hpp"
+#include "common/json_value.hpp"
 #include "kube-bridge/kube_manifests.hpp"
 
 namespace safe::bridge {

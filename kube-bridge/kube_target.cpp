@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "kube-bridge/json_value.hpp"
+#include "common/json_value.hpp"
 #include "kube-bridge/kube_manifests.hpp"
 #include "kube-bridge/kube_node_mark.hpp"
 
@@ -75,6 +75,8 @@ bool KubeTarget::submit_attempt(KubeWorkload& w, std::string& error) {
   ctx.kube = kube_;
   ctx.settings = w.settings;
   ctx.user = w.user;
+  ctx.uid = w.uid;
+  ctx.gid = w.gid;
   ctx.attempt = w.attempt;
   ctx.avoid_nodes = w.avoid_nodes;
   ctx.checkpoint = checkpoint_;
@@ -129,8 +131,13 @@ bool KubeTarget::save(const KubeWorkload& w, bool suspend, std::string& error) {
 }
 
 std::optional<std::pair<int, std::string>> KubeTarget::create(const WorkloadSpec& spec, const JobSettings& settings,
-                                                              const std::string& user, uid_t uid) {
+                                                              const std::string& user, uid_t uid, gid_t gid) {
   if (!recovered_) return std::pair(503, "safe: the bridge is still reading its Kubernetes workloads; retry in a few seconds");
+  // Pods run as their user's uid and gid, never as root (runAsNonRoot): a workload is no more
+  // privileged on Kubernetes than its user is on Slurm.
+  if (uid == 0)
+    return std::pair(403, "safe: workloads on Kubernetes never run as root; submit as the user the workload "
+                          "should run as");
   std::lock_guard lock(mutex_);
   if (workloads_.count(spec.name))
     return std::pair(409, "a Kubernetes workload named '" + spec.name + "' exists; choose another name or delete it first");
@@ -139,6 +146,7 @@ std::optional<std::pair<int, std::string>> KubeTarget::create(const WorkloadSpec
   w.settings = settings;
   w.user = user;
   w.uid = uid;
+  w.gid = gid;
   w.avoid_nodes = spec.excluded_nodes;
   w.submit_time = std::time(nullptr);
   w.events.push_back({"Submitted", w.submit_time, 1, "Job " + kube_object_name(spec.name, 1) + " created"});

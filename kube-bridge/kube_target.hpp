@@ -36,7 +36,7 @@ class KubeTarget {
 
   // nullopt on success, else {HTTP status, message}.
   std::optional<std::pair<int, std::string>> create(const WorkloadSpec& spec, const JobSettings& settings,
-                                                    const std::string& user, uid_t uid);
+                                                    const std::string& user, uid_t uid, gid_t gid);
   std::optional<KubeWorkload> get(const std::string& name);
   std::vector<KubeWorkload> list();
   bool stop(const std::string& name, bool remove, std::string& error);

@@ -1,6 +1,6 @@
 #include "kube-bridge/kube_workload_record.hpp"
 
-#include "kube-bridge/json_value.hpp"
+#include "common/json_value.hpp"
 
 namespace safe::bridge {
 namespace {
@@ -37,6 +37,7 @@ std::string kube_workload_record(const KubeWorkload& w) {
   json_set(o, "settings", s);
   json_set(o, "user", json_str(w.user));
   json_set(o, "uid", json_integer(w.uid));
+  json_set(o, "gid", json_integer(w.gid));
   json_set(o, "attempt", json_integer(w.attempt));
   json_set(o, "avoidNodes", strings(w.avoid_nodes));
   json_set(o, "phase", json_str(w.phase));
@@ -85,6 +86,7 @@ std::optional<KubeWorkload> parse_kube_workload_record(std::string_view text, st
   w.settings.gpus = integer_or(s, "gpus", 0);
   w.user = json_string_or(o, "user");
   w.uid = static_cast<uid_t>(integer_or(o, "uid", 0));
+  w.gid = static_cast<gid_t>(integer_or(o, "gid", 0));
   w.attempt = static_cast<int>(integer_or(o, "attempt", 1));
   for (std::size_t i = 0; i < json_array_size(json_object_get(o, "avoidNodes")); ++i) {
     const json_t* n = json_array_get(json_object_get(o, "avoidNodes"), i);

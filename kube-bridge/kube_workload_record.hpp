@@ -31,6 +31,7 @@ struct KubeWorkload {
   JobSettings settings;
   std::string user;
   uid_t uid = 0;
+  gid_t gid = 0;  // with uid: who the pods run as
   int attempt = 1;
   std::vector<std::string> avoid_nodes;
   std::string phase = "Pending";

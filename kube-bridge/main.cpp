@@ -2,24 +2,23 @@
 //   safe-kube-bridge [--config FILE] [--listen HOST:PORT] [--jwt-key-file FILE] [--work-dir DIR]
 #include <pthread.h>
 #include <signal.h>
-#include <sys/stat.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
-#include <thread>
 
+#include "common/authenticator.hpp"
 #include "common/config.hpp"
+#include "common/user_directory.hpp"
 #include "kube-bridge/bridge_api.hpp"
 #include "kube-bridge/controller_history.hpp"
 #include "kube-bridge/http_server.hpp"
 #include "kube-bridge/kube_client_curl.hpp"
 #include "kube-bridge/openapi_document.hpp"
 #include "kube-bridge/slurm_client_libslurm.hpp"
+#include "kube-bridge/user_work_dir.hpp"
 
 namespace {
 
@@ -29,20 +28,9 @@ int usage(const char* message) {
                "usage: safe-kube-bridge [--config FILE] [--listen HOST:PORT] [--jwt-key-file FILE] [--work-dir DIR]\n"
                "  --config        safe.yaml (default $SAFE_CONFIG, else /etc/safe/safe.yaml)\n"
                "  --listen        overrides kube_bridge.listen (port 0: any free port, printed at start)\n"
-               "  --jwt-key-file  overrides kube_bridge.jwt_key_file (Slurm's auth/jwt key)\n"
+               "  --jwt-key-file  overrides auth.jwt_key_file (Slurm's auth/jwt key)\n"
                "  --work-dir      overrides kube_bridge.slurm_work_dir\n");
   return 2;
-}
-
-bool read_key(const std::string& path, std::string& key, std::string& error) {
-  struct stat st{};
-  if (stat(path.c_str(), &st) != 0) return error = "cannot read JWT key " + path + ": " + std::strerror(errno), false;
-  if (st.st_mode & 0077)
-    return error = "JWT key " + path + " is readable by group or others; chmod 600 it (as Slurm requires)", false;
-  std::ifstream in(path, std::ios::binary);
-  key.assign(std::istreambuf_iterator<char>(in), {});
-  if (key.empty()) return error = "JWT key " + path + " is empty; use the key of Slurm's AuthAltParameters=jwt_key=", false;
-  return true;
 }
 
 }  // namespace
@@ -71,23 +59,29 @@ int main(int argc, char** argv) {
     return 1;
   }
   const safe::KubeBridgeConfig& kb = loaded.config->kube_bridge;
-  safe::bridge::HttpSettings http;
-  if (!safe::bridge::split_listen_address(listen.empty() ? kb.listen : listen, http.host, http.port))
+  safe::HttpServiceSettings http;
+  if (!safe::split_listen_address(listen.empty() ? kb.listen : listen, http.host, http.port))
     return usage("--listen expects HOST:PORT");
   http.tls_cert = kb.tls_cert;
   http.tls_key = kb.tls_key;
-  http.max_body_bytes = static_cast<std::size_t>(kb.max_body_bytes);
+  http.limits.max_body_bytes = static_cast<std::size_t>(kb.max_body_bytes);
+  http.limits.max_connections = static_cast<unsigned>(kb.max_connections);
+  http.limits.max_connections_per_client = static_cast<unsigned>(kb.max_connections_per_client);
 
-  safe::bridge::AuthSettings auth_settings;
-  auth_settings.munge = kb.munge_auth;
-  auth_settings.admins = kb.admins;
-  if (jwt_key_file.empty()) jwt_key_file = kb.jwt_key_file;
+  safe::AuthSettings auth_settings = safe::auth_settings_from(loaded.config->auth);
+  if (jwt_key_file.empty()) jwt_key_file = loaded.config->auth.jwt_key_file;
   if (!jwt_key_file.empty()) {
-    std::string error;
-    if (!read_key(jwt_key_file, auth_settings.jwt_key, error)) {
-      std::fprintf(stderr, "safe-kube-bridge: %s\n", error.c_str());
+    auto key = safe::read_jwt_key(jwt_key_file);
+    if (!key) {
+      std::fprintf(stderr, "safe-kube-bridge: %s\n", key.error().c_str());
       return 1;
     }
+    auth_settings.jwt_key = *key;
+  }
+  std::string slurm_work_dir = work_dir.empty() ? kb.slurm_work_dir : work_dir;
+  if (auto checked = safe::bridge::check_work_dir_base(slurm_work_dir); !checked) {
+    std::fprintf(stderr, "safe-kube-bridge: %s\n", checked.error().c_str());
+    return 1;
   }
 
   // Signals go to one waiting thread, which stops the server; every other thread blocks them.
@@ -97,17 +91,18 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  safe::raise_open_file_limit();  // every connection is a descriptor: idle clients must not run us out
 
   safe::bridge::BridgeSettings settings;
   settings.config = *loaded.config;
-  settings.work_dir = work_dir.empty() ? kb.slurm_work_dir : work_dir;
   settings.openapi_document = safe::bridge::openapi_document();
   safe::bridge::LibSlurmClient slurm;
-  safe::bridge::LibMungeDecoder munge;
-  safe::bridge::SystemUserDirectory users;
-  safe::bridge::Authenticator auth(auth_settings, &munge, &users);
+  safe::LibMungeDecoder munge;
+  safe::SystemUserDirectory users;
+  safe::Authenticator auth(auth_settings, &munge, &users);
   safe::bridge::BridgeMetrics metrics;
-  safe::bridge::BridgeApi api(settings, auth, users, slurm, metrics);
+  safe::bridge::SystemUserWorkDirs work_dirs(slurm_work_dir, std::chrono::seconds(10));
+  safe::bridge::BridgeApi api(settings, auth, users, slurm, metrics, work_dirs);
   // The Kubernetes target, when configured: a kubeconfig file, or the pod's service account.
   std::unique_ptr<safe::bridge::CurlKubeClient> kube_client;
   std::unique_ptr<safe::bridge::KubeTarget> kube;
@@ -132,25 +127,22 @@ int main(int argc, char** argv) {
   while (!controller_url.empty() && controller_url.back() == '/') controller_url.pop_back();
   safe::bridge::CurlControllerHistory history(controller_url);
   if (!controller_url.empty()) api.set_controller_history(&history);
-  safe::bridge::HttpServer server(http, api);
-  std::string error;
-  if (!server.bind(error)) {
-    std::fprintf(stderr, "safe-kube-bridge: %s\n", error.c_str());
+  safe::bridge::BridgeHttpServer server(http, api);
+  if (auto started = server.start(); !started) {
+    std::fprintf(stderr, "safe-kube-bridge: %s; %s\n", started.error().c_str(),
+                 started.error().find("TLS") != std::string::npos ? "fix kube_bridge.tls_cert and tls_key"
+                                                                   : "change kube_bridge.listen or --listen");
     return 1;
   }
-  std::thread stopper([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    std::fprintf(stderr, "safe-kube-bridge: signal %d, stopping\n", sig);
-    server.stop();
-  });
-  std::fprintf(stderr, "safe-kube-bridge: listening on %s://%s:%d (config %s; jwt %s, munge %s)\n",
+  std::fprintf(stderr, "safe-kube-bridge: listening on %s://%s:%d (config %s; jwt %s, munge %s, work dirs %s)\n",
                http.tls_cert.empty() ? "http" : "https", http.host.c_str(), server.port(), config_path.c_str(),
-               auth_settings.jwt_key.empty() ? "off" : "on", auth_settings.munge ? "on" : "off");
+               auth_settings.jwt_key.empty() ? "off" : "on", auth_settings.munge ? "on" : "off",
+               slurm_work_dir.empty() ? "~/safe-bridge" : (slurm_work_dir + "/USER").c_str());
   std::fflush(stderr);
-  server.run();
-  pthread_kill(stopper.native_handle(), SIGTERM);
-  stopper.join();
+  int sig = 0;
+  sigwait(&signals, &sig);
+  std::fprintf(stderr, "safe-kube-bridge: signal %d, stopping\n", sig);
+  server.stop();
   if (kube) {
     // The watch threads may sit in libcurl for up to a minute (the watch's timeoutSeconds) and
     // use the target: end the process here instead of destroying what they use.

@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "kube-bridge/json_value.hpp"
+#include "common/json_value.hpp"
 #include "kube-bridge/shell_quote.hpp"
 
 namespace safe::bridge {
@@ -40,7 +40,7 @@ SlurmJobRequest slurm_job_request(const WorkloadSpec& spec, const UserRecord& us
   std::map<std::string, std::string> env = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
                                             {"USER", user.name},
                                             {"LOGNAME", user.name},
-                                            {"HOME", work_dir},
+                                            {"HOME", user.home.empty() ? work_dir : user.home},
                                             {"SHELL", "/bin/bash"},
                                             {"SAFE_WORKLOAD_NAME", spec.name}};
   for (const auto& [k, v] : spec.env) env[k] = v;

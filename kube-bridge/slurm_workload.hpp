@@ -8,7 +8,7 @@
 #include <string>
 
 #include "kube-bridge/slurm_client.hpp"
-#include "kube-bridge/user_directory.hpp"
+#include "common/user_directory.hpp"
 #include "kube-bridge/workload_spec.hpp"
 
 namespace safe::bridge {

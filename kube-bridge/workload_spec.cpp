@@ -4,7 +4,7 @@
 #include <regex>
 
 #include "common/signal_name.hpp"
-#include "kube-bridge/json_value.hpp"
+#include "common/json_value.hpp"
 
 namespace safe::bridge {
 namespace {

@@ -77,6 +77,35 @@ std::vector<int> job_gpus(const GateOptions& o, std::ostream& log, const char* c
   return *gpus;
 }
 
+// Only the job's own --safe-health=strict objects (warnings every other job tolerates): the job is
+// refused, the node stays in service. Failing the prolog would make Slurm drain the node, so the
+// prolog puts the job back itself: a batch job is requeued (safed then starts it elsewhere at
+// once, without spending a retry, as for any refusal); an interactive one, which Slurm cannot
+// requeue, is cancelled. The evidence is written first, for safed.
+int refuse_without_drain(const GateOptions& o, SlurmNodeControl& slurm, JobEvidence& e, const GateResult& gate,
+                         std::ostream& log) {
+  Status written = e.job_id.empty() ? ok_status() : write_evidence(o.config.health.state_dir, e);
+  if (!written) log << "safe-prolog: cannot write evidence: " << written.error() << "\n";
+  std::ostringstream refused;
+  refused << "safe-prolog: " << o.node << ": job " << e.job_id << " refused by its --safe-health=strict: "
+          << gate.blocking.front().detail << " (the node stays in service)";
+  if (!o.use_slurm || e.job_id.empty()) {
+    log << refused.str() << "\n";
+    return 0;
+  }
+  std::string error, cancel_error;
+  if (slurm.requeue_job(e.job_id, error)) {
+    refused << "; requeued";
+  } else if (slurm.cancel_job(e.job_id, cancel_error)) {
+    refused << "; cancelled (not a batch job: " << error << ")";
+  } else {
+    refused << "; could neither requeue (" << error << ") nor cancel it (" << cancel_error << "): it runs";
+  }
+  log << refused.str() << "\n";
+  syslog(LOG_WARNING, "%s", refused.str().c_str());
+  return 0;
+}
+
 }  // namespace
 
 std::map<std::string, std::string> environment_map(char** envp) {
@@ -111,22 +140,24 @@ int run_prolog(const GateOptions& o, ProcessRunner& runner, SlurmNodeControl& sl
   e.gpus = gpus;
   e.gpu_query = std::string(outcome_name(q.outcome));
   e.failing = gate.blocking;
-  e.action = "refuse";
+  e.action = gate.drain ? "refuse" : "refuse-job";
   e.reason = own_reason(gate.blocking.front().detail);
+  if (!gate.drain) return refuse_without_drain(o, slurm, e, gate, log);
   // The evidence is on disk before the drain: safed, seeing the job on a freshly drained node,
   // must already know the prolog refused it (no failover: Slurm requeues it, and it costs the job
   // no retry). Written again below with what the drain did.
-  std::string error;
-  if (!e.job_id.empty() && !write_evidence(o.config.health.state_dir, e, error))
-    log << "safe-prolog: cannot write evidence: " << error << "\n";
+  Status written = e.job_id.empty() ? ok_status() : write_evidence(o.config.health.state_dir, e);
+  if (!written) log << "safe-prolog: cannot write evidence: " << written.error() << "\n";
   e.action = drain_for(o, slurm, gate.blocking.front(), log, "safe-prolog");
   std::ostringstream refused;
   refused << "safe-prolog: " << o.node << ": job " << e.job_id << " refused: " << gate.blocking.front().detail
           << " (Slurm requeues it on another node)";
   log << refused.str() << "\n";
   syslog(LOG_WARNING, "%s", refused.str().c_str());  // slurmd keeps no prolog output
-  if (!e.job_id.empty() && error.empty() && !write_evidence(o.config.health.state_dir, e, error))
-    log << "safe-prolog: cannot write evidence: " << error << "\n";
+  if (!e.job_id.empty() && written) {
+    Status again = write_evidence(o.config.health.state_dir, e);
+    if (!again) log << "safe-prolog: cannot write evidence: " << again.error() << "\n";
+  }
   return 1;
 }
 
@@ -159,7 +190,7 @@ int run_epilog(const GateOptions& o, ProcessRunner& runner, SlurmNodeControl& sl
       } else {
         long long uid = std::atoll(get(o.env, "SLURM_JOB_UID").c_str());
         for (int pid : killable(o.fs, strays, get(o.env, "SLURM_JOB_UID").empty() ? -1 : uid))
-          if (kill_process(pid)) e.stray_pids_killed.push_back(pid);
+          if (kill_process(pid, uid)) e.stray_pids_killed.push_back(pid);
       }
       clear_sim_processes(q.snapshot, gpus);  // judged below as after the cleanup
       log << "safe-epilog: " << o.node << ": job " << e.job_id << ": killed " << e.stray_pids_killed.size() << " of "
@@ -175,9 +206,12 @@ int run_epilog(const GateOptions& o, ProcessRunner& runner, SlurmNodeControl& sl
       e.reason = own_reason(gate.blocking.front().detail);
     }
   }
-  std::string error;
-  if (!e.job_id.empty() && !write_evidence(o.config.health.state_dir, e, error))
-    log << "safe-epilog: cannot write evidence: " << error << " (check health.state_dir)\n";
+  // Only findings are recorded: a clean epilog tells safed nothing, and a record per job would
+  // pile up on a busy cluster.
+  if (!e.job_id.empty() && worth_recording(e)) {
+    Status written = write_evidence(o.config.health.state_dir, e);
+    if (!written) log << "safe-epilog: cannot write evidence: " << written.error() << " (check health.state_dir)\n";
+  }
   return 0;
 }
 

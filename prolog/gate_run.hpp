@@ -25,9 +25,12 @@ struct GateOptions {
   bool use_slurm = true;
 };
 
-using KillFunction = std::function<bool(int pid)>;
+// Kills `pid` if it still belongs to `uid` (kill_if_owned); true when it did.
+using KillFunction = std::function<bool(int pid, long long uid)>;
 
-// 0: the job may start. 1: a GPU of the job is bad; the node was drained ("SaFE: ...") unless its
+// 0: the job may start, or only its own --safe-health=strict refused the GPUs (warnings): the
+// prolog then requeues the job (cancels an interactive one) itself and leaves the node in
+// service. 1: a GPU of the job has a critical fault; the node was drained ("SaFE: ...") unless its
 // reason belongs to someone else, and Slurm requeues the job (SchedulerParameters=nohold_on_prolog_fail).
 int run_prolog(const GateOptions& options, ProcessRunner& runner, SlurmNodeControl& slurm, std::ostream& log);
 

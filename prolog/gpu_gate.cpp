@@ -55,7 +55,7 @@ GateResult evaluate_gate(const GpuQuery& query, const HealthConfig& config, cons
     if (r.severity == Severity::critical || level == HealthLevel::strict) gate.blocking.push_back(r);
   }
   gate.pass = gate.blocking.empty();
-  gate.drain = !gate.pass;
+  for (const auto& r : gate.blocking) gate.drain = gate.drain || r.severity == Severity::critical;
   return gate;
 }
 

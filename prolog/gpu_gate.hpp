@@ -26,12 +26,14 @@ struct GateResult {
   bool pass = true;
   std::vector<CheckResult> blocking;  // failures that stop the job
   std::vector<CheckResult> results;   // every check on the job's GPUs
-  bool drain = false;                 // a blocking failure is a node fault: drain with a SaFE reason
+  bool drain = false;                 // a blocking failure is critical: a node fault, drained with a SaFE reason
 };
 
 // standard: critical failures on the job's GPUs block (and drain). strict: warnings (correctable
-// ECC, PCIe replays, memory or processes left on the GPUs) block and drain too. off: nothing runs.
-// "unknown" never blocks: a slow GPU library must not turn into a failed prolog.
+// ECC, PCIe replays, memory or processes left on the GPUs) block the job too, but they drain
+// nothing: --safe-health is a user's option, and only what every job must avoid (critical
+// findings) takes a shared node out of service. off: nothing runs. "unknown" never blocks: a slow
+// GPU library must not turn into a failed prolog.
 GateResult evaluate_gate(const GpuQuery& query, const HealthConfig& config, const std::vector<int>& gpus, HealthLevel level);
 
 }  // namespace safe

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/health_check.hpp"
+#include "common/result.hpp"
 
 namespace safe {
 
@@ -25,8 +26,14 @@ struct JobEvidence {
 };
 
 std::string to_json(const JobEvidence& evidence);
-// <dir>/<job_id>.json for the epilog, <dir>/<job_id>.prolog.json for the prolog.
+// <dir>/evidence/<job_id>.<node>.epilog.json for the epilog (one per node: a shared state
+// directory holds every node's), <dir>/evidence/<job_id>.prolog.json for the prolog (the run it
+// refused is inside). The names are controller/safed/job_files.hpp's.
 std::string evidence_path(const std::string& state_dir, const JobEvidence& evidence);
-bool write_evidence(const std::string& state_dir, const JobEvidence& evidence, std::string& error);
+// Written atomically under a temporary name of its own (nodes sharing the directory never write
+// the same file), then renamed into place. safed deletes a job's records once it has read them.
+Status write_evidence(const std::string& state_dir, const JobEvidence& evidence);
+// Whether the epilog has anything safed could use: a failing check, a stray killed, a drain.
+bool worth_recording(const JobEvidence& evidence);
 
 }  // namespace safe

@@ -1,6 +1,5 @@
 #include "prolog/program_main.hpp"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -9,6 +8,7 @@
 #include "healthcheck/gpu_collector.hpp"
 #include "healthcheck/node_setup.hpp"
 #include "prolog/gate_run.hpp"
+#include "prolog/stray_cleanup.hpp"
 
 namespace safe {
 
@@ -59,7 +59,7 @@ int gate_program_main(GateStage stage, int argc, char** argv, char** envp) {
     SystemProcessRunner runner;
     ScontrolNodeControl slurm(runner, std::chrono::seconds(config->health.slurm_timeout_s));
     if (stage == GateStage::prolog) return run_prolog(o, runner, slurm, std::cerr);
-    return run_epilog(o, runner, slurm, std::cerr, [](int pid) { return kill(pid, SIGKILL) == 0; });
+    return run_epilog(o, runner, slurm, std::cerr, [&o](int pid, long long uid) { return kill_if_owned(o.fs, pid, uid); });
   } catch (const std::exception& e) {
     std::cerr << component << ": internal error: " << e.what() << " (please report it)\n";
   } catch (...) {

@@ -1,5 +1,9 @@
 #include "prolog/stray_cleanup.hpp"
 
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 
@@ -28,6 +32,18 @@ std::vector<int> killable(const NodeFs& fs, const std::vector<int>& pids, long l
   for (int pid : pids)
     if (process_uid(fs, pid) == job_uid) out.push_back(pid);
   return out;
+}
+
+bool kill_if_owned(const NodeFs& fs, int pid, long long uid) {
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) return false;  // gone already
+  bool owned = process_uid(fs, pid) == uid;
+  // Still alive after the read (signal 0): the PID cannot have been reused, so the uid read was
+  // this process's.
+  bool alive = syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) == 0;
+  bool killed = owned && alive && syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0) == 0;
+  close(pidfd);
+  return killed;
 }
 
 void clear_sim_processes(GpuSnapshot& s, const std::vector<int>& gpus) {

@@ -15,6 +15,7 @@ extern "C" {
 #include <slurm/slurm_errno.h>
 }
 
+#include "common/cluster_shape_cache.hpp"
 #include "common/config_cache.hpp"
 #include "common/job_user.hpp"
 #include "common/submission.hpp"
@@ -41,6 +42,18 @@ safe::JobUserCache& user_cache() {
   return cache;
 }
 
+safe::ClusterShapeCache& shape_cache() {
+  static safe::ClusterShapeCache cache;
+  return cache;
+}
+
+std::shared_ptr<const safe::ClusterShape> current_shape(const safe::SafeConfig& config) {
+  std::vector<std::string> log;
+  auto shape = shape_cache().get(safe::cluster_shape_path(config.controller.state_dir), std::time(nullptr), log);
+  for (const auto& line : log) slurm_info("%s", line.c_str());
+  return shape;
+}
+
 std::shared_ptr<const safe::SafeConfig> current_config() {
   std::vector<std::string> log;
   auto config = config_cache().get(log);
@@ -54,6 +67,7 @@ uint32_t count16(uint16_t v) { return v == NO_VAL16 ? 0 : v; }
 
 safe::Submission read_submission(const job_desc_msg_t* job) {
   safe::Submission s;
+  s.now = static_cast<long long>(std::time(nullptr));
   for (uint32_t i = 0; job->spank_job_env && i < job->spank_job_env_size; ++i)
     if (job->spank_job_env[i]) s.spank_env.emplace_back(job->spank_job_env[i]);
   s.partition = text(job->partition);
@@ -66,9 +80,14 @@ safe::Submission read_submission(const job_desc_msg_t* job) {
   s.gpus.tres_per_task = text(job->tres_per_task);
   s.gpus.tres_per_socket = text(job->tres_per_socket);
   s.gpus.min_nodes = count(job->min_nodes);
+  s.gpus.max_nodes = count(job->max_nodes);
   s.gpus.num_tasks = count(job->num_tasks);
   s.gpus.ntasks_per_node = count16(job->ntasks_per_node);
   s.gpus.sockets_per_node = count16(job->sockets_per_node);
+  s.gpus.ntasks_per_tres = count16(job->ntasks_per_tres);
+  // --exclusive (not =user or =mcs, which share no GPUs) and core specialization get whole nodes.
+  s.gpus.exclusive = job->shared == JOB_SHARED_NONE;
+  s.gpus.core_spec = job->core_spec != NO_VAL16;
   return s;
 }
 
@@ -78,6 +97,7 @@ void apply_changes(job_desc_msg_t* job, const safe::SubmissionChanges& c) {
   if (c.qos) safe::slurm::replace_string(job->qos, *c.qos);
   if (c.licenses) safe::slurm::replace_string(job->licenses, *c.licenses);
   if (c.admin_comment) safe::slurm::replace_string(job->admin_comment, *c.admin_comment);
+  if (c.max_nodes) job->max_nodes = *c.max_nodes;
   if (c.spank_env) safe::slurm::replace_string_array(job->spank_job_env, job->spank_job_env_size, *c.spank_env);
   if (c.requeue_with_append) {
     job->requeue = 1;
@@ -91,6 +111,12 @@ void set_message(char** err_msg, const std::string& message) {
   *err_msg = safe::slurm::xstrdup(message);
 }
 
+// The components of a heterogeneous job pass through job_submit one after another on the thread
+// of the RPC that submits them (offset 0, 1, ...; slurmctld's proc_req.c from 22.05 to 26.05), so
+// what the earlier components of the job in hand were charged is kept per thread. (22.05 leaves
+// het_job_offset 0 on plain jobs: they start afresh, like a first component.)
+thread_local std::vector<std::string> het_quota_charged;
+
 int review_job(job_desc_msg_t* job, char** err_msg) {
   auto config = current_config();
   if (!config) return SLURM_SUCCESS;  // no config: admit unchanged (logged once by the cache)
@@ -101,7 +127,14 @@ int review_job(job_desc_msg_t* job, char** err_msg) {
                              " on the controller; ask an administrator to check NSS on the slurmctld host");
     return SLURM_ERROR;
   }
-  safe::SubmissionReview review = safe::review_submission(*config, read_submission(job), *user);
+  auto shape = current_shape(*config);
+  safe::Submission submission = read_submission(job);
+  if (job->het_job_offset != NO_VAL) {
+    if (job->het_job_offset == 0) het_quota_charged.clear();
+    submission.het = safe::Submission::HetComponent{job->het_job_offset, het_quota_charged};
+  }
+  safe::SubmissionReview review = safe::review_submission(*config, submission, *user, shape.get());
+  if (submission.het && !review.quota_charged.empty()) het_quota_charged.push_back(review.quota_charged);
   set_message(err_msg, review.message);
   if (!review.accepted) {
     slurm_info("job_submit/safe: rejected a job of %s: %s", user->name.c_str(), review.message.c_str());
@@ -153,8 +186,9 @@ int review_update_request(job_desc_msg_t* job, uint32_t submit_uid, char** err_m
   if (is_set(job->partition)) update.partition = job->partition;
   update.changes_gpu_request = is_set(job->tres_per_job) || is_set(job->tres_per_node) ||
                                is_set(job->tres_per_task) || is_set(job->tres_per_socket) ||
-                               job->min_nodes != NO_VAL || job->num_tasks != NO_VAL ||
-                               job->ntasks_per_node != NO_VAL16;
+                               job->min_nodes != NO_VAL || job->max_nodes != NO_VAL || job->num_tasks != NO_VAL ||
+                               job->ntasks_per_node != NO_VAL16 || job->shared != NO_VAL16 ||
+                               job->core_spec != NO_VAL16 || job->ntasks_per_tres != NO_VAL16;
   auto problem = safe::review_update(*config, update, *user, is_admin);
   if (!problem) return SLURM_SUCCESS;
   if (err_msg) set_message(err_msg, *problem);

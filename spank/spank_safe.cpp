@@ -181,7 +181,11 @@ int export_job_environment(spank_t sp) {
       slurm_error("safe: checkpoint directory: %s; fix --safe-ckpt-dir or its permissions", error.c_str());
       return -1;
     }
-    resume_from = safe::newest_complete_checkpoint(settings.ckpt_dir, config.checkpoint.complete_marker);
+    // Only the job's own checkpoints: a directory or checkpoint another user made (a shared,
+    // pre-created path) could hold anything, and loading a checkpoint runs code.
+    auto newest = safe::newest_complete_checkpoint(settings.ckpt_dir, config.checkpoint.complete_marker, uid);
+    if (newest) resume_from = newest->path;
+    else slurm_error("safe: not resuming: %s", newest.error().c_str());
   }
   // slurmstepd sets SLURM_RESTART_COUNT in the environment of each task, not earlier.
   int restart_count = std::atoi(job_env(sp, "SLURM_RESTART_COUNT").c_str());

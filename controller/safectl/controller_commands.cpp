@@ -1,7 +1,7 @@
 // safectl status | jobs | job | node release: ask safed (its /api/v1), and when safed cannot be
 // reached, read Slurm directly where that can answer (nodes, SaFE jobs' AdminComment records,
 // releasing a quarantine).
-#include <httplib.h>
+#include <curl/curl.h>
 #include <jansson.h>
 
 #include <boost/program_options.hpp>
@@ -11,8 +11,10 @@
 #include <memory>
 #include <string>
 
+#include "common/authenticator.hpp"
 #include "common/config.hpp"
 #include "common/job_metadata.hpp"
+#include "common/json_utf8.hpp"
 #include "common/lemon_detection.hpp"
 #include "controller/safectl/commands.hpp"
 #include "controller/safed/failover_planner.hpp"
@@ -44,15 +46,48 @@ po::options_description common_options(const std::string& title, Common& c) {
   return opts;
 }
 
-// GET or POST against safed; nullopt when it cannot be reached. `status` gets the HTTP status.
+size_t collect(char* data, size_t size, size_t n, void* out) {
+  auto* s = static_cast<std::string*>(out);
+  if (s->size() + size * n > (64u << 20)) return 0;
+  s->append(data, size * n);
+  return size * n;
+}
+
+// GET or POST against safed, with a munge credential of the user running safectl (safed shows
+// each user their own jobs, admins everything); nullopt when safed cannot be reached. `status`
+// gets the HTTP status.
 std::optional<std::string> call(const Common& c, const std::string& method, const std::string& path, int& status) {
-  httplib::Client client(c.url);
-  client.set_connection_timeout(2, 0);
-  client.set_read_timeout(10, 0);
-  auto res = method == "POST" ? client.Post(path.c_str()) : client.Get(path.c_str());
-  if (!res) return std::nullopt;
-  status = res->status;
-  return res->body;
+  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
+  if (!curl) return std::nullopt;
+  std::string url = c.url + path, body;
+  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(nullptr, curl_slist_free_all);
+  if (auto credential = new_munge_credential())
+    headers.reset(curl_slist_append(nullptr, ("Authorization: Munge " + *credential).c_str()));
+  else
+    std::cerr << "safectl: " << credential.error() << "\n";
+  curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl.get(), CURLOPT_CONNECTTIMEOUT_MS, 2000L);
+  curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT_MS, 10000L);
+  if (headers) curl_easy_setopt(curl.get(), CURLOPT_HTTPHEADER, headers.get());
+  if (method == "POST") curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDS, "");
+  curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, collect);
+  curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &body);
+  if (curl_easy_perform(curl.get()) != CURLE_OK) return std::nullopt;
+  long code = 0;
+  curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &code);
+  status = static_cast<int>(code);
+  return body;
+}
+
+// safed answered, but not with what was asked (401: no credential it accepts, 403, 404): says
+// what it said.
+bool refused(int status, const std::string& body) {
+  if (status == 200) return false;
+  Json root(json_loads(body.c_str(), 0, nullptr), json_decref);
+  const char* message = root ? json_string_value(json_object_get(root.get(), "error")) : nullptr;
+  std::cerr << (message ? std::string(message) : "safectl: safed answered HTTP " + std::to_string(status)) << "\n";
+  return true;
 }
 
 const char* str(json_t* o, const char* key) {
@@ -93,15 +128,15 @@ json_t* jobs_from_slurm(bool all, std::string& error) {
     if (!all && !active) continue;
     json_t* o = json_object();
     json_object_set_new(o, "job_id", json_integer(job.id));
-    json_object_set_new(o, "name", json_string(job.name.c_str()));
-    json_object_set_new(o, "workspace", json_string(meta->settings.workspace.c_str()));
+    json_object_set_new(o, "name", json_utf8(job.name));
+    json_object_set_new(o, "workspace", json_utf8(meta->settings.workspace));
     static const char* kStates[] = {"pending", "running", "suspended", "completed", "cancelled", "failed", "timeout",
                                     "node_fail", "preempted", "boot_fail", "deadline", "out_of_memory", "other"};
     json_object_set_new(o, "state", json_string(kStates[static_cast<int>(job.state)]));
     json_object_set_new(o, "retries_used", json_integer(meta->retries_used));
     json_object_set_new(o, "max_retries", json_integer(meta->settings.retries));
     json_object_set_new(o, "last_class", json_string(""));
-    json_object_set_new(o, "last_evidence", json_string(meta->last_failure.c_str()));
+    json_object_set_new(o, "last_evidence", json_utf8(meta->last_failure));
     json_array_append_new(arr, o);
   }
   return arr;
@@ -131,6 +166,7 @@ int status(const std::vector<std::string>& args) {
   if (c.url.empty()) c.url = default_url();
   int http = 0;
   auto body = call(c, "GET", "/api/v1/status", http);
+  if (body && refused(http, *body)) return 1;
   json_error_t err;
   Json root(nullptr, json_decref);
   if (body) {
@@ -148,9 +184,9 @@ int status(const std::vector<std::string>& args) {
     json_t* arr = json_array();
     for (const auto& n : *nodes) {
       json_t* o = json_object();
-      json_object_set_new(o, "name", json_string(n.name.c_str()));
+      json_object_set_new(o, "name", json_utf8(n.name));
       json_object_set_new(o, "health", json_string(std::string(to_string(node_condition(n))).c_str()));
-      json_object_set_new(o, "reason", json_string(n.reason.c_str()));
+      json_object_set_new(o, "reason", json_utf8(n.reason));
       json_object_set_new(o, "quarantined", json_boolean(node_condition(n) == NodeCondition::quarantined));
       json_array_append_new(arr, o);
     }
@@ -206,6 +242,7 @@ int jobs(const std::vector<std::string>& args) {
   if (c.url.empty()) c.url = default_url();
   int http = 0;
   auto body = call(c, "GET", all ? "/api/v1/jobs?all=1" : "/api/v1/jobs", http);
+  if (body && refused(http, *body)) return 1;
   Json root(nullptr, json_decref);
   json_t* list = nullptr;
   if (body) {
@@ -255,6 +292,7 @@ int job(const std::vector<std::string>& args) {
   if (c.url.empty()) c.url = default_url();
   int http = 0;
   auto body = call(c, "GET", "/api/v1/jobs/" + id, http);
+  if (body && refused(http, *body)) return 1;
   if (!body) {
     note_fallback(c);
     std::string error;
@@ -335,14 +373,9 @@ int node_release(const std::vector<std::string>& args) {
   int http = 0;
   auto body = call(c, "POST", "/api/v1/nodes/" + node + "/release", http);
   if (body) {
-    if (http == 200) {
-      std::cout << "released " << node << "\n";
-      return 0;
-    }
-    json_error_t err;
-    Json root(json_loads(body->c_str(), 0, &err), json_decref);
-    std::cerr << (root ? str(root.get(), "error") : body->c_str()) << "\n";
-    return 1;
+    if (refused(http, *body)) return 1;
+    std::cout << "released " << node << "\n";
+    return 0;
   }
   note_fallback(c);
   auto slurm = make_libslurm_client();

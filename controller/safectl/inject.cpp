@@ -13,14 +13,15 @@ namespace safe::ctl {
 
 int inject(const std::vector<std::string>& args) {
   po::options_description opts(
-      "safectl inject --node NODE --gpu INDEX --fault ecc|lost|hot|xgmi|pcie|hang|clear\n\n"
+      "safectl inject --node NODE --gpu INDEX --fault ecc|lost|hot|xgmi|pcie|replays|hang|clear\n\n"
       "Simulate a GPU fault on a node of a cluster that uses the sim backend (health.backend: sim):\n"
       "edits <health.sim_dir>/<NODE>.json. ecc: +2 uncorrectable ECC errors; lost: GPU stops\n"
       "answering; hot: above its slowdown temperature; xgmi: a link down; pcie: link width halved;\n"
+      "replays: PCIe replays above the limit (a warning: only --safe-health=strict jobs refuse it);\n"
       "hang: the GPU library hangs (whole node); clear: the GPU (or, with --gpu all, the node) healthy.\n\noptions");
   opts.add_options()("help,h", "show this help")("node", po::value<std::string>(), "Slurm node name")(
       "gpu", po::value<std::string>(), "GPU index, or 'all' (clear and hang only)")(
-      "fault", po::value<std::string>(), "ecc, lost, hot, xgmi, pcie, hang or clear")(
+      "fault", po::value<std::string>(), "ecc, lost, hot, xgmi, pcie, replays, hang or clear")(
       "config", po::value<std::string>(), "safe.yaml (default: $SAFE_CONFIG, else /etc/safe/safe.yaml)")(
       "sim-dir", po::value<std::string>(), "override health.sim_dir");
   po::variables_map vm;

@@ -48,7 +48,7 @@ void DeadNodeDetector::apply(const std::vector<ProbeResult>& results, const Fail
       case LivenessAction::none: break;
       case LivenessAction::set_down: {
         std::string err = slurm_.down_node(name, reason);
-        store_.log_action({now_s, 0, name, "node down", err.empty() ? reason : reason + ": " + err, err.empty()});
+        store_.log_action({now_s, {}, name, "node down", err.empty() ? reason : reason + ": " + err, err.empty()});
         log_.push_back("safed: node " + name + ": set DOWN (" + reason + ")" + (err.empty() ? "" : " FAILED: " + err));
         downed_ += err.empty() ? 1 : 0;
         break;
@@ -56,7 +56,7 @@ void DeadNodeDetector::apply(const std::vector<ProbeResult>& results, const Fail
       case LivenessAction::resume: {
         std::string err = slurm_.resume_node(name);
         std::string detail = "slurmd " + s.address + " answers again (" + std::to_string(s.successes) + " probes)";
-        store_.log_action({now_s, 0, name, "node resumed", err.empty() ? detail : detail + ": " + err, err.empty()});
+        store_.log_action({now_s, {}, name, "node resumed", err.empty() ? detail : detail + ": " + err, err.empty()});
         log_.push_back("safed: node " + name + ": resumed, " + detail + (err.empty() ? "" : " FAILED: " + err));
         resumed_ += err.empty() ? 1 : 0;
         break;

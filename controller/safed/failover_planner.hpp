@@ -6,7 +6,9 @@
 // restart never requeues twice.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -14,6 +16,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/batch_output_path.hpp"
 #include "common/config.hpp"
 #include "common/failure_classification.hpp"
 #include "common/job_metadata.hpp"
@@ -30,7 +33,7 @@ NodeCondition node_condition(const SlurmNode& n);
 
 // What the planner keeps about one SaFE job between passes.
 struct TrackedJob {
-  JobRecord record;
+  JobRecord record;  // its key (id, submit time) tells this job from an older one with its id
   int running_attempt = -1;  // restart count of the run last seen running
   std::string attempt_nodes;
   long long attempt_start = 0;
@@ -44,8 +47,16 @@ struct TrackedJob {
   std::vector<std::string> node_names;
   long long expected_start = 0;  // StartTime safed set after a requeue, until the job runs
   int prolog_checked = -1;  // restart count of the run whose prolog evidence a pending pass read
+  // When safed first saw the running job on a faulty node: the prolog writes its refusal before
+  // it drains, so a read from then on tells whether this run is one the prolog is refusing.
+  long long bad_node_seen = 0;
+  // The attempt whose end safed saw, and when: its evidence must be read after that.
+  int ended_run = -1;
+  long long ended_seen = 0;
   // hang detection
   long long output_size = -1, heartbeat_mtime = 0, last_progress = 0;
+  bool no_progress_signal = false;  // neither output nor heartbeat can be read: never "hung"
+  long long signal_sent_ns = 0;     // when safed sent the checkpoint signal (0: not in this run of safed)
 };
 
 struct PlannerCounters {
@@ -60,6 +71,11 @@ struct PlannerCounters {
 class FailoverPlanner {
  public:
   FailoverPlanner(SafeConfig config, SlurmClient& slurm, StateStore& store, JobFiles& files);
+
+  // A user's name by uid, for the %u of output paths (default: the uid as a number).
+  void set_user_names(std::function<std::string(std::uint32_t)> names) { user_names_ = std::move(names); }
+  // The wall clock in nanoseconds, for the checkpoint signal's time (default: the real one).
+  void set_wall_clock_ns(std::function<long long()> clock) { wall_ns_ = std::move(clock); }
 
   void set_config(SafeConfig config);
   const SafeConfig& config() const { return config_; }
@@ -86,30 +102,48 @@ class FailoverPlanner {
   int rate_limit_used(long long now) { return limiter_.used(now); }
   // Lines for the log since the last call.
   std::vector<std::string> take_log();
+  // The file a run of the job writes its output to, as slurmstepd names it ("" when none).
+  std::string output_path(const SlurmJob& job) const;
 
  private:
   void observe_nodes(const std::vector<SlurmNode>& nodes, long long now);
   void record_fault(const SlurmNode& n, NodeCondition c, long long now);
   void observe_job(const SlurmJob& job, const JobMetadata& meta, long long now);
-  std::vector<NodeFault> faults_during(const std::string& nodes, long long from, std::uint32_t job_id);
+  // The job left Slurm (or its id now names another job): records its end, drops its evidence.
+  void finish_gone(TrackedJob& t, long long now);
+  // Faults SaFE saw on `nodes` since `from`, with the epilog's evidence; nullopt while that is
+  // still being read.
+  std::optional<std::vector<NodeFault>> faults_during(TrackedJob& t, const SlurmJob& job, const std::string& nodes,
+                                                      long long from, long long now);
+  // Everything classifying the job's ended run reads from files; false while a read is pending.
+  bool reads_for_ended_run(TrackedJob& t, const SlurmJob& job, long long now, JobFailure& failure, long long& checkpoint);
   // The prolog's refusal of the run before the job's current (pending) one, read once per run.
-  std::optional<NodeFault> refusal_of_previous_run(TrackedJob& t, const SlurmJob& job);
+  Observed<std::optional<NodeFault>> refusal_of_previous_run(TrackedJob& t, const SlurmJob& job);
   void start_failover(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, const JobFailure& failure,
                       long long now);
   void finish_without_failover(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta,
                                const Classification& c, const std::string& note, long long now);
   void advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
-  std::string step_launch_error_after_failover(const SlurmJob& job);
+  // The end of the job's output after a failover: what it says is the user's, never a diagnosis.
+  std::optional<std::string> output_tail_after_failover(TrackedJob& t, const SlurmJob& job);
   // False while the job still holds a node that does not answer (see the .cpp).
   bool released_by_silent_nodes(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, long long now);
-  std::string exclusions_for(const FailoverRecord& f, const TrackedJob& t, const SlurmJob& job, bool& wait_credential);
+  struct RestartPlacement {
+    std::string exclude;                      // ExcNodeList
+    std::optional<std::string> required;      // ReqNodeList, when a required node must be dropped
+    std::vector<std::string> dropped_required;
+    bool wait_credential = false;             // start only once the old credential expired
+  };
+  RestartPlacement placement_for(const FailoverRecord& f, const TrackedJob& t, const SlurmJob& job);
   // Adds an attempt's run time to its job, and for a failed attempt the work after its newest
   // complete checkpoint to the job's lost work (see lost_work.hpp).
-  void count_attempt(TrackedJob& t, const JobMetadata& meta, long long start, long long end, bool failed);
+  void count_attempt(TrackedJob& t, long long start, long long end, bool failed, long long checkpoint);
+  long long known_checkpoint_ns(const TrackedJob& t, const JobMetadata& meta, long long since);
   void settle_running_attempt(const FailoverRecord& f, TrackedJob& t, const JobMetadata& meta, long long now);
   void check_hang(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
-  void log_action(long long now, std::uint32_t job, const std::string& node, const std::string& action,
+  void log_action(long long now, const JobKey& job, const std::string& node, const std::string& action,
                   const std::string& detail, bool ok);
+  std::string tenant_of(const TrackedJob& t) const;
   void checkpoint_store();  // commits what is decided so far, before an action with side effects
   void log(std::string line);
 
@@ -119,7 +153,7 @@ class FailoverPlanner {
   JobFiles& files_;
   FailoverRateLimiter limiter_;
   std::unordered_map<std::uint32_t, TrackedJob> jobs_;
-  std::map<std::pair<std::uint32_t, int>, FailoverRecord> open_;  // by (job, attempt)
+  std::map<std::pair<JobKey, int>, FailoverRecord> open_;  // by (job, attempt)
   std::unordered_map<std::string, std::vector<NodeFaultRecord>> faults_;  // recent, by node
   std::unordered_map<std::string, std::string> last_fault_key_;  // node -> reason seen last
   std::map<std::string, QuarantineRecord> quarantined_;
@@ -131,6 +165,12 @@ class FailoverPlanner {
   PlannerCounters counters_;
   std::vector<std::string> log_;
   std::map<std::uint32_t, std::string> last_deferral_;  // job -> last deferral logged
+  std::function<std::string(std::uint32_t)> user_names_ = [](std::uint32_t uid) { return std::to_string(uid); };
+  std::function<long long()> wall_ns_ = [] {
+    return static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count());
+  };
 };
 
 }  // namespace safe

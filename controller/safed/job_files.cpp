@@ -1,90 +1,185 @@
 #include "controller/safed/job_files.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <sys/stat.h>
-
-#include <algorithm>
-#include <filesystem>
-#include <fstream>
+#include <unistd.h>
 
 #include "common/checkpoint_scan.hpp"
+#include "common/hostlist.hpp"
+#include "common/user_file.hpp"
 
 namespace safe {
+namespace {
+
+// Evidence files are small; anything bigger was not written by safe-prolog or safe-epilog.
+constexpr std::size_t kMaxEvidenceBytes = 1 << 20;
+// Evidence is written by the node programs, which run as root: a file anyone else made (in a
+// misconfigured, writable directory) could otherwise turn a user's failure into a node fault.
+constexpr uid_t kEvidenceOwner = 0;
+// A node's clock may run a little behind slurmctld's.
+constexpr long long kClockSlack_s = 5;
+// want_since for reads made each time they are asked for.
+constexpr long long kAlways = 1LL << 62;
+
+bool plain_name(const std::string& s) {
+  if (s.empty() || s == "." || s == "..") return false;
+  for (char c : s)
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
+  return true;
+}
+
+template <class T>
+Observed<T> from_answer(const std::optional<DeadlineReader::Answer>& answer) {
+  if (!answer) return {};
+  if (answer->timed_out) return Observed<T>::unknown("the read timed out");
+  if (const auto* value = std::any_cast<Observed<T>>(&answer->value)) return *value;
+  return Observed<T>::unknown("the read failed");
+}
+
+struct JsonDoc {
+  explicit JsonDoc(json_t* j) : root(j) {}
+  ~JsonDoc() { json_decref(root); }
+  JsonDoc(const JsonDoc&) = delete;
+  JsonDoc& operator=(const JsonDoc&) = delete;
+  json_t* root;
+};
+
+std::string text(json_t* o, const char* key) {
+  const char* s = json_string_value(json_object_get(o, key));
+  return s ? s : "";
+}
+
+}  // namespace
 
 std::string heartbeat_path(const std::string& ckpt_dir) {
   return ckpt_dir.empty() ? "" : ckpt_dir + "/.safe-heartbeat";
 }
 
-FileProgress LocalJobFiles::stat_file(const std::string& path) {
-  struct stat st;
-  if (path.empty() || stat(path.c_str(), &st) != 0) return {};
-  return {true, static_cast<long long>(st.st_size), static_cast<long long>(st.st_mtime)};
+AsyncJobFiles::AsyncJobFiles(std::string evidence_dir, DeadlineReader& reader)
+    : evidence_dir_(std::move(evidence_dir)), reader_(reader) {}
+
+Observed<FileProgress> AsyncJobFiles::progress(const std::string& path, uid_t owner, long long since) {
+  if (path.empty()) return Observed<FileProgress>::unknown("no file");
+  std::string key = "progress:" + std::to_string(owner) + ":" + path;
+  // Asked every pass: the answer the last pass asked for will do, and a new one is on its way.
+  auto answer = reader_.get(key, since, kAlways, [path, owner]() -> std::any {
+    auto info = stat_user_file(path, owner);
+    if (!info) return Observed<FileProgress>::unknown(info.error());
+    return Observed<FileProgress>::known({info->size, info->mtime});
+  }, false);
+  return from_answer<FileProgress>(answer);
 }
 
-long long LocalJobFiles::newest_checkpoint_time(const std::string& dir, const std::string& marker) {
-  if (dir.empty()) return 0;
-  std::string newest = newest_complete_checkpoint(dir, marker);
-  if (newest.empty()) return 0;
-  return stat_file(newest + "/" + marker).mtime;
+Observed<long long> AsyncJobFiles::newest_checkpoint_ns(const std::string& dir, const std::string& marker,
+                                                        uid_t owner, long long since) {
+  if (dir.empty()) return Observed<long long>::known(0);
+  std::string key = "checkpoint:" + std::to_string(owner) + ":" + marker + ":" + dir;
+  auto answer = reader_.get(key, since, since, [dir, marker, owner]() -> std::any {
+    auto newest = newest_complete_checkpoint(dir, marker, owner);
+    if (!newest) return Observed<long long>::unknown(newest.error());
+    return Observed<long long>::known(newest->marker_mtime_ns);
+  }, true);
+  return from_answer<long long>(answer);
 }
 
-std::string LocalJobFiles::tail(const std::string& path, std::size_t max_bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  in.seekg(0, std::ios::end);
-  auto size = static_cast<std::size_t>(std::max<std::streamoff>(0, in.tellg()));
-  std::size_t from = size > max_bytes ? size - max_bytes : 0;
-  in.seekg(static_cast<std::streamoff>(from));
-  std::string out(size - from, '\0');
-  in.read(out.data(), static_cast<std::streamsize>(out.size()));
-  out.resize(static_cast<std::size_t>(std::max<std::streamsize>(0, in.gcount())));
-  return out;
-}
-
-std::vector<NodeFault> LocalJobFiles::evidence(std::uint32_t job_id) {
-  std::vector<NodeFault> out;
-  if (evidence_dir_.empty()) return out;
-  std::error_code ec;
-  std::string id = std::to_string(job_id);
-  for (const auto& entry : std::filesystem::directory_iterator(evidence_dir_, ec)) {
-    std::string name = entry.path().filename().string();
-    if (!(name == id + ".json" || (name.rfind(id + ".", 0) == 0 && name.ends_with(".json")))) continue;
-    json_error_t err;
-    json_t* root = json_load_file(entry.path().c_str(), 0, &err);
-    if (!root) continue;
-    const char* node = json_string_value(json_object_get(root, "node"));
-    json_t* failing = json_object_get(root, "failing_checks");
-    std::size_t i;
-    json_t* check;
-    json_array_foreach(failing, i, check) {
-      const char* severity = json_string_value(json_object_get(check, "severity"));
-      if (!severity || std::string(severity) != "critical") continue;
-      const char* c = json_string_value(json_object_get(check, "check"));
-      const char* d = json_string_value(json_object_get(check, "detail"));
-      out.push_back({node ? node : "?", "epilog", std::string(c ? c : "") + " " + (d ? d : "")});
+Observed<std::vector<NodeFault>> AsyncJobFiles::epilog_evidence(std::uint32_t job_id,
+                                                                const std::vector<std::string>& nodes,
+                                                                long long attempt_start, long long since) {
+  using Faults = std::vector<NodeFault>;
+  if (evidence_dir_.empty() || nodes.empty()) return Observed<Faults>::known({});
+  std::string key = "epilog:" + std::to_string(job_id) + ":" + std::to_string(attempt_start);
+  for (const auto& n : nodes) key += ":" + n;
+  std::string dir = evidence_dir_;
+  auto answer = reader_.get(key, since, since, [dir, job_id, nodes, attempt_start]() -> std::any {
+    Faults out;
+    for (const std::string& node : nodes) {
+      if (!plain_name(node)) continue;
+      auto data = read_user_file(dir + "/" + epilog_evidence_name(std::to_string(job_id), node), kEvidenceOwner,
+                                 kMaxEvidenceBytes);
+      if (!data) continue;  // no file: the epilog found nothing there
+      JsonDoc doc(json_loadb(data->data(), data->size(), 0, nullptr));
+      json_t* t = json_object_get(doc.root, "time");
+      if (!doc.root || !json_is_integer(t) || json_integer_value(t) + kClockSlack_s < attempt_start) continue;
+      std::size_t i;
+      json_t* check;
+      json_array_foreach(json_object_get(doc.root, "failing_checks"), i, check) {
+        if (text(check, "severity") != "critical") continue;
+        out.push_back({node, "epilog", text(check, "check") + " " + text(check, "detail")});
+      }
     }
-    json_decref(root);
-  }
-  return out;
+    return Observed<Faults>::known(std::move(out));
+  }, true);
+  return from_answer<Faults>(answer);
 }
 
-std::optional<NodeFault> LocalJobFiles::prolog_refusal(std::uint32_t job_id, int restart_count) {
-  if (evidence_dir_.empty()) return std::nullopt;
-  std::string path = evidence_dir_ + "/" + std::to_string(job_id) + ".prolog.json";
-  json_error_t err;
-  json_t* root = json_load_file(path.c_str(), 0, &err);
-  if (!root) return std::nullopt;
-  std::optional<NodeFault> out;
-  json_t* run = json_object_get(root, "restart_count");
-  json_t* first = json_array_get(json_object_get(root, "failing_checks"), 0);
-  const char* node = json_string_value(json_object_get(root, "node"));
-  if (json_is_integer(run) && json_integer_value(run) == restart_count && node && first) {
-    const char* c = json_string_value(json_object_get(first, "check"));
-    const char* d = json_string_value(json_object_get(first, "detail"));
-    out = NodeFault{node, "prolog", std::string(c ? c : "") + " " + (d ? d : "")};
-  }
-  json_decref(root);
-  return out;
+Observed<std::optional<NodeFault>> AsyncJobFiles::prolog_refusal(std::uint32_t job_id, int restart_count,
+                                                                 long long since) {
+  using Refusal = std::optional<NodeFault>;
+  if (evidence_dir_.empty()) return Observed<Refusal>::known(std::nullopt);
+  std::string path = evidence_dir_ + "/" + prolog_evidence_name(std::to_string(job_id));
+  std::string key = "prolog:" + std::to_string(job_id) + ":" + std::to_string(restart_count);
+  auto answer = reader_.get(key, since, since, [path, restart_count]() -> std::any {
+    auto data = read_user_file(path, kEvidenceOwner, kMaxEvidenceBytes);
+    if (!data) return Observed<Refusal>::known(std::nullopt);
+    JsonDoc doc(json_loadb(data->data(), data->size(), 0, nullptr));
+    json_t* run = json_object_get(doc.root, "restart_count");
+    json_t* first = json_array_get(json_object_get(doc.root, "failing_checks"), 0);
+    std::string node = text(doc.root, "node");
+    if (!json_is_integer(run) || json_integer_value(run) != restart_count || node.empty() || !first)
+      return Observed<Refusal>::known(std::nullopt);
+    return Observed<Refusal>::known(NodeFault{node, "prolog", text(first, "check") + " " + text(first, "detail")});
+  }, true);
+  return from_answer<Refusal>(answer);
+}
+
+Observed<std::string> AsyncJobFiles::tail(const std::string& path, uid_t owner, std::size_t max_bytes, long long since) {
+  if (path.empty()) return Observed<std::string>::unknown("no file");
+  std::string key = "tail:" + std::to_string(owner) + ":" + std::to_string(max_bytes) + ":" + path;
+  auto answer = reader_.get(key, since, since, [path, owner, max_bytes]() -> std::any {
+    auto data = read_user_file_tail(path, owner, max_bytes);
+    if (!data) return Observed<std::string>::unknown(data.error());
+    return Observed<std::string>::known(std::move(*data));
+  }, true);
+  return from_answer<std::string>(answer);
+}
+
+void AsyncJobFiles::forget_evidence(std::uint32_t job_id, const std::string& nodes) {
+  if (evidence_dir_.empty()) return;
+  std::string id = std::to_string(job_id), dir = evidence_dir_;
+  // unlink() of a name, never followed: a link planted there is removed, not its target.
+  (void)reader_.get("forget:" + id + ":" + nodes, 0, kAlways, [dir, id, nodes]() -> std::any {
+    unlink((dir + "/" + prolog_evidence_name(id)).c_str());
+    for (const auto& n : expand_hostlist(nodes))
+      if (plain_name(n)) unlink((dir + "/" + epilog_evidence_name(id, n)).c_str());
+    return {};
+  }, false);
+}
+
+void AsyncJobFiles::sweep_evidence(long long before, std::size_t max_entries) {
+  if (evidence_dir_.empty()) return;
+  std::string dir = evidence_dir_;
+  (void)reader_.get("sweep:" + dir, 0, kAlways, [dir, before, max_entries]() -> std::any {
+    int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) return {};
+    DIR* d = fdopendir(dfd);
+    if (!d) {
+      close(dfd);
+      return {};
+    }
+    std::size_t seen = 0;
+    while (dirent* e = readdir(d)) {
+      if (++seen > max_entries) break;
+      std::string name = e->d_name;
+      if (!name.ends_with(".json") && !name.ends_with(".tmp")) continue;
+      struct stat st {};
+      if (fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_mtime < before)
+        unlinkat(dfd, name.c_str(), 0);
+    }
+    closedir(d);
+    return {};
+  }, false);
 }
 
 }  // namespace safe

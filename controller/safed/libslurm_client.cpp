@@ -85,6 +85,10 @@ SlurmJob convert(const slurm_job_info_t& j) {
   o.comment = text(j.comment);
   o.std_out = text(j.std_out);
   o.work_dir = text(j.work_dir);
+  o.batch_host = text(j.batch_host);
+  o.req_nodes = text(j.req_nodes);
+  o.array_job_id = j.array_job_id;
+  o.array_task_id = j.array_task_id;
   o.partition = text(j.partition);
   o.num_nodes = j.num_nodes;
   o.user_id = j.user_id;
@@ -109,10 +113,12 @@ SlurmNode convert(const node_info_t& n) {
   o.reason = text(n.reason);
   o.reason_time = n.reason_time;
   o.addr = text(n.node_addr);
+  o.hostname = text(n.node_hostname);
   o.port = n.port;
   o.state = node_state_name(n.node_state);
   o.gres = text(n.gres);
   o.cpus = n.cpus;
+  o.sockets = n.sockets > 0 ? n.sockets : 1;
   return o;
 }
 
@@ -171,6 +177,23 @@ class LibslurmClient final : public SlurmClient {
     return out;
   }
 
+  std::optional<std::vector<SlurmPartition>> load_partitions(std::string& error) override {
+    partition_info_msg_t* msg = nullptr;
+    if (slurm_load_partitions(0, &msg, SHOW_ALL) != SLURM_SUCCESS) {
+      error = "cannot load partitions from slurmctld: " + last_error();
+      return std::nullopt;
+    }
+    std::vector<SlurmPartition> out;
+    for (uint32_t i = 0; i < msg->record_count; ++i) {
+      const partition_info_t& p = msg->partition_array[i];
+      if (!p.name) continue;
+      // OverSubscribe=EXCLUSIVE is max_share 0 (FORCE only adds a flag bit to the count).
+      out.push_back({text(p.name), text(p.nodes), (p.flags & PART_FLAG_DEFAULT) != 0, (p.max_share & ~SHARED_FORCE) == 0});
+    }
+    slurm_free_partition_info_msg(msg);
+    return out;
+  }
+
   std::string requeue(std::uint32_t job_id) override {
     return slurm_requeue(job_id, 0) == SLURM_SUCCESS ? "" : last_error();
   }
@@ -179,8 +202,9 @@ class LibslurmClient final : public SlurmClient {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
     d.job_id = c.id;
-    std::string exc = c.exc_nodes.value_or(""), comment = c.admin_comment.value_or("");
+    std::string exc = c.exc_nodes.value_or(""), req = c.req_nodes.value_or(""), comment = c.admin_comment.value_or("");
     if (c.exc_nodes) d.exc_nodes = exc.data();
+    if (c.req_nodes) d.req_nodes = req.data();
     if (c.start_time) d.begin_time = *c.start_time;
     if (c.admin_comment) d.admin_comment = comment.data();
     if (c.hold) d.priority = *c.hold ? 0 : INFINITE;
@@ -203,6 +227,14 @@ class LibslurmClient final : public SlurmClient {
 
   std::string down_node(const std::string& node, const std::string& reason) override {
     return update_node(node, NODE_STATE_DOWN, reason);
+  }
+
+  OutputPatternDialect output_pattern_dialect() const override {
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 11, 0)
+    return OutputPatternDialect::stdio_fields;
+#else
+    return OutputPatternDialect::slurmd_fname;
+#endif
   }
 
  private:

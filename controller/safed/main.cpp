@@ -2,7 +2,6 @@
 // view to the FailoverPlanner, probes the slurmd of nodes running SaFE jobs on a thread of its
 // own (DeadNodeDetector), and serves /metrics and /api/v1 on controller.listen. SIGHUP reloads
 // safe.yaml (a broken file keeps the old config), SIGTERM/SIGINT stop it cleanly.
-#include <httplib.h>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -15,8 +14,15 @@
 #include <mutex>
 #include <thread>
 
+#include "common/authenticator.hpp"
 #include "common/config.hpp"
+#include "common/http_service.hpp"
+#include "common/job_user.hpp"
+#include "common/user_directory.hpp"
+#include "controller/safed/cluster_shape_publisher.hpp"
+#include "controller/safed/controller_api.hpp"
 #include "controller/safed/dead_node_detector.hpp"
+#include "controller/safed/deadline_reader.hpp"
 #include "controller/safed/failover_planner.hpp"
 #include "controller/safed/job_files.hpp"
 #include "controller/safed/libslurm_client.hpp"
@@ -53,7 +59,9 @@ void sleep_until(std::chrono::steady_clock::time_point until) {
 void log_line(const std::string& line) {
   char stamp[32];
   std::time_t t = std::time(nullptr);
-  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", std::gmtime(&t));
+  std::tm tm{};
+  gmtime_r(&t, &tm);  // the loop, the probe thread and request handlers all log
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
   std::cerr << stamp << " " << line << std::endl;
 }
 
@@ -117,8 +125,20 @@ int main(int argc, char** argv) {
     safe::StateStore store(db_path);
     safe::StateStore read_store(db_path);  // the HTTP thread's own connection (WAL: readers do not block)
     auto slurm = safe::make_libslurm_client();
-    safe::LocalJobFiles files(config.health.state_dir + "/evidence");
-    safe::FailoverPlanner planner(config, *slurm, store, files);
+    // Job files are read on workers with a deadline, never under `mutex` (deadline_reader.hpp).
+    safe::DeadlineReader reader({}, now_s);
+    safe::AsyncJobFiles files(config.health.state_dir + "/evidence", reader);
+    safe::JobUserCache user_cache;
+    auto make_planner = [&](const safe::SafeConfig& c) {
+      auto p = std::make_unique<safe::FailoverPlanner>(c, *slurm, store, files);
+      p->set_user_names([&user_cache](std::uint32_t uid) {
+        auto user = user_cache.get(uid, std::time(nullptr));
+        return user ? user->name : std::to_string(uid);
+      });
+      return p;
+    };
+    std::unique_ptr<safe::FailoverPlanner> planner_owner = make_planner(config);
+    safe::FailoverPlanner* planner = planner_owner.get();
     safe::DeadNodeDetector detector(*slurm, store);
     safe::ControllerHealth health;
     health.started = now_s();
@@ -132,41 +152,57 @@ int main(int argc, char** argv) {
     sigaction(SIGHUP, &sa, nullptr);
     signal(SIGPIPE, SIG_IGN);
 
-    httplib::Server http;
-    http.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
-      std::lock_guard lock(mutex);
-      res.set_content(safe::render_metrics(planner, health, now_s()), "text/plain; version=0.0.4");
-    });
-    http.Get("/api/v1/status", [&](const httplib::Request&, httplib::Response& res) {
-      std::lock_guard lock(mutex);
-      res.set_content(safe::render_status_json(planner, health, now_s()), "application/json");
-    });
-    http.Get("/api/v1/jobs", [&](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard lock(mutex);
-      res.set_content(safe::render_jobs_json(read_store, req.has_param("all")), "application/json");
-    });
-    http.Get(R"(/api/v1/jobs/(\d+))", [&](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard lock(mutex);
-      std::string body = safe::render_job_json(read_store, static_cast<std::uint32_t>(std::stoul(req.matches[1])));
-      if (body.empty()) {
-        res.status = 404;
-        res.set_content("{\"error\": \"safed: no SaFE job with that id in the state store\"}\n", "application/json");
-        return;
+    // The API: munge or Slurm JWT, like the bridge (auth in safe.yaml); each user sees their own.
+    safe::AuthSettings auth_settings = safe::auth_settings_from(config.auth);
+    if (!config.auth.jwt_key_file.empty()) {
+      auto key = safe::read_jwt_key(config.auth.jwt_key_file);
+      if (!key) {
+        std::cerr << "safed: " << key.error() << "\n";
+        return 1;
       }
-      res.set_content(body, "application/json");
+      auth_settings.jwt_key = *key;
+    }
+    safe::LibMungeDecoder munge;
+    safe::SystemUserDirectory users;
+    safe::Authenticator auth(auth_settings, &munge, &users);
+    std::mutex read_mutex;  // read_store's one connection, shared by the API's workers
+    safe::ControllerApi api(auth, {
+        [&] {
+          std::lock_guard lock(mutex);
+          return safe::render_metrics(*planner, health, now_s());
+        },
+        [&](std::optional<std::uint32_t> user) {
+          std::lock_guard lock(mutex);
+          return safe::render_status_json(*planner, health, now_s(), user);
+        },
+        [&](bool all, std::optional<std::uint32_t> user) {
+          std::lock_guard lock(read_mutex);
+          return safe::render_jobs_json(read_store, all, user);
+        },
+        [&](std::uint32_t id, std::optional<long long> submitted, std::optional<std::uint32_t> user) {
+          std::lock_guard lock(read_mutex);
+          return safe::render_job_json(read_store, id, submitted, user);
+        },
+        [&](const std::string& node) {
+          std::lock_guard lock(mutex);
+          std::string err = planner->release_node(node, now_s());
+          for (const auto& line : planner->take_log()) log_line(line);
+          return err;
+        },
     });
-    http.Post(R"(/api/v1/nodes/([A-Za-z0-9_.-]+)/release)", [&](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard lock(mutex);
-      std::string err = planner.release_node(req.matches[1], now_s());
-      for (const auto& line : planner.take_log()) log_line(line);
-      res.status = err.empty() ? 200 : 409;
-      res.set_content(err.empty() ? "{\"released\": true}\n" : "{\"error\": \"" + err + "\"}\n", "application/json");
-    });
-    if (!http.bind_to_port(host.c_str(), port)) {
-      std::cerr << "safed: cannot listen on " << s.listen << " (in use?); set controller.listen or --listen\n";
+    safe::raise_open_file_limit();
+    safe::HttpServiceSettings http_settings;
+    http_settings.host = host;
+    http_settings.port = port;
+    http_settings.limits.max_body_bytes = 64 << 10;  // no route takes a body
+    http_settings.limits.max_connections = 1024;
+    http_settings.limits.workers = 4;
+    safe::HttpService http(
+        http_settings, [&api](const safe::HttpRequest& r) { return api.handle(r); }, safe::ControllerApi::is_inline);
+    if (auto started = http.start(); !started) {
+      std::cerr << "safed: " << started.error() << "; set controller.listen or --listen\n";
       return 1;
     }
-    std::thread http_thread([&] { http.listen_after_bind(); });
     // The probes wait on sockets without the lock: a round of slow probes never holds up a
     // reconcile pass, and the lock is taken only to pick the targets and to act on the results.
     std::thread probe_thread([&] {
@@ -175,19 +211,19 @@ int main(int argc, char** argv) {
         std::vector<safe::ProbeTarget> targets;
         {
           std::lock_guard lock(mutex);
-          probe = planner.config().controller.slurmd_probe;
-          if (probe.interval_ms > 0 && health.slurm_ok) targets = detector.targets(planner);
+          probe = planner->config().controller.slurmd_probe;
+          if (probe.interval_ms > 0 && health.slurm_ok) targets = detector.targets(*planner);
         }
         auto round_start = std::chrono::steady_clock::now();
         if (!targets.empty()) {
           auto results = safe::probe_slurmds(targets, probe.timeout_ms, probe.max_in_flight);
           std::lock_guard lock(mutex);
           try {
-            detector.apply(results, planner, {probe.failures, 2}, wall_ms());
+            detector.apply(results, *planner, {probe.failures, 2}, wall_ms());
           } catch (const std::exception& e) {
             log_line(std::string("safed: slurmd probe round failed: ") + e.what());
           }
-          planner.set_unanswered_nodes(detector.unanswered());
+          planner->set_unanswered_nodes(detector.unanswered());
           for (const auto& line : detector.take_log()) log_line(line);
           health.probe_targets = targets.size();
           health.probe_round_ms =
@@ -200,18 +236,44 @@ int main(int argc, char** argv) {
     });
     log_line("safed: started; config " + s.config_path + ", state " + db_path + ", listening on " + s.listen);
     if (host != "localhost" && host.rfind("127.", 0) != 0 && host != "::1" && host != "[::1]")
-      log_line("safed: warning: " + s.listen + " is not a loopback address and the API has no authentication; "
-               "bind controller.listen to 127.0.0.1 and put an authenticating proxy in front (docs/controller.md)");
+      log_line("safed: warning: " + s.listen + " is not a loopback address: credentials and job records cross the "
+               "network in clear text; keep controller.listen on 127.0.0.1 or put TLS in front (docs/security.md)");
 
     int failures = 0;
     auto next = std::chrono::steady_clock::now();
-    long long licenses_at = 0;
+    long long licenses_at = 0, pruned_at = 0, shape_at = 0;
+    // Where the job_submit plugin reads the cluster shape: safe.yaml's controller.state_dir, which
+    // --state-dir does not change (slurmctld reads safe.yaml, not safed's command line).
+    std::filesystem::create_directories(config.controller.state_dir, ec);
+    safe::ClusterShapePublisher shape_publisher(safe::cluster_shape_path(config.controller.state_dir));
+    std::string shape_error;
+    // Hourly: the store keeps finished jobs for controller.keep_history_days; the evidence of jobs
+    // safed never classified (not SaFE's, or safed was down) goes after a week.
+    auto prune = [&](long long now) {
+      int days = planner->config().controller.keep_history_days;
+      try {
+        if (days > 0) {
+          long long before = now - 86400LL * days;
+          before = std::min(before, now - planner->config().failover.lemon_window_s);
+          store.begin();
+          long long n = store.prune(before);
+          store.commit();
+          if (n) log_line("safed: pruned " + std::to_string(n) + " jobs that ended more than " + std::to_string(days) +
+                          " days ago from the state store");
+        }
+      } catch (const std::exception& e) {
+        store.rollback();
+        log_line(std::string("safed: pruning the state store failed: ") + e.what());
+      }
+      files.sweep_evidence(now - 7 * 86400, 100000);
+      reader.forget_idle(std::chrono::seconds(600));
+    };
     while (!g_stop) {
       if (g_reload.exchange(false)) {
         safe::ConfigResult fresh = safe::load_config_file(s.config_path);
         std::lock_guard lock(mutex);
         if (fresh.ok()) {
-          planner.set_config(*fresh.config);
+          planner->set_config(*fresh.config);
           log_line("safed: reloaded " + s.config_path);
         } else {
           log_line("safed: kept the previous config: " + s.config_path + " has errors (first: " +
@@ -238,9 +300,30 @@ int main(int argc, char** argv) {
           health.slurm_error.clear();
           long long now = now_s();
           try {
-            planner.reconcile(*jobs, *nodes, now);
+            planner->reconcile(*jobs, *nodes, now);
           } catch (const std::exception& e) {
-            log_line(std::string("safed: reconcile pass failed: ") + e.what());
+            // The pass was rolled back: start again from the store, as after a crash of safed.
+            log_line(std::string("safed: reconcile pass failed: ") + e.what() + "; reloading the state store");
+            for (const auto& line : planner->take_log()) log_line(line);
+            try {
+              planner_owner = make_planner(planner->config());
+              planner = planner_owner.get();
+            } catch (const std::exception& reload) {
+              log_line(std::string("safed: cannot reload the state store: ") + reload.what());
+            }
+          }
+          if (now - pruned_at >= 3600) {
+            prune(now);
+            pruned_at = now;
+          }
+          if (now - shape_at >= 10) {
+            std::string parts_error;
+            auto parts = slurm->load_partitions(parts_error);
+            safe::Status published = parts ? shape_publisher.publish(safe::build_cluster_shape(*parts, *nodes, now), now)
+                                           : safe::Status(safe::Error{"safed: " + parts_error});
+            if (!published && published.error() != shape_error) log_line(published.error());
+            shape_error = published ? "" : published.error();
+            shape_at = now;
           }
           if (now - licenses_at >= 10) {
             std::string lic_error;
@@ -251,9 +334,12 @@ int main(int argc, char** argv) {
           health.last_pass_ms =
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         }
-        for (const auto& line : planner.take_log()) log_line(line);
+        for (const auto& line : planner->take_log()) log_line(line);
       }
-      int delay_ms = planner.config().controller.poll_interval_ms;
+      // Reads a pass is waiting for (the evidence of an attempt that just ended, a checkpoint)
+      // usually take a millisecond: wait for them, without the lock, and pass again at once.
+      if (reader.wait_for_urgent(std::chrono::milliseconds(250))) continue;
+      int delay_ms = planner->config().controller.poll_interval_ms;
       if (failures) delay_ms = std::min(30000, delay_ms << std::min(failures, 5));
       next += std::chrono::milliseconds(delay_ms);
       auto now = std::chrono::steady_clock::now();
@@ -264,7 +350,6 @@ int main(int argc, char** argv) {
     log_line("safed: stopping");
     probe_thread.join();
     http.stop();
-    http_thread.join();
   } catch (const std::exception& e) {
     std::cerr << e.what() << "\n";
     return 1;

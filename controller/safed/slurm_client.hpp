@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/batch_output_path.hpp"
+
 namespace safe {
 
 // Slurm's base job states (slurm.h enum job_states), without the flag bits.
@@ -53,6 +55,10 @@ struct SlurmJob {
   std::string comment;    // the user's (the REST bridge keeps its workload record here)
   std::string std_out;    // output file path as given (may hold %j, %x, %u patterns)
   std::string work_dir;
+  std::string batch_host; // node running the batch script
+  std::string req_nodes;  // nodes the job requires (-w/--nodelist), a host list
+  std::uint32_t array_job_id = 0;           // 0: not part of an array
+  std::uint32_t array_task_id = 0xfffffffe; // NO_VAL: not part of an array
   std::string partition;
   std::uint32_t num_nodes = 0;
   std::uint32_t user_id = 0;
@@ -73,10 +79,19 @@ struct SlurmNode {
   std::string reason;
   std::time_t reason_time = 0;
   std::string addr;  // slurmd's address and port (NodeAddr, Port)
+  std::string hostname;  // NodeHostname
   int port = 0;
   std::string state;  // as scontrol shows it: IDLE, MIXED+DRAIN, DOWN+NOT_RESPONDING, ...
   std::string gres;
   int cpus = 0;
+  int sockets = 1;
+};
+
+struct SlurmPartition {
+  std::string name;
+  std::string nodes;        // host list
+  bool is_default = false;
+  bool whole_node = false;  // OverSubscribe=EXCLUSIVE
 };
 
 struct SlurmLicense {
@@ -88,6 +103,7 @@ struct SlurmLicense {
 struct JobChange {
   std::uint32_t id = 0;
   std::optional<std::string> exc_nodes;
+  std::optional<std::string> req_nodes;   // "" clears the job's required nodes
   std::optional<std::time_t> start_time;  // BeginTime; now = start at once
   std::optional<std::string> admin_comment;
   std::optional<bool> hold;                // true: priority 0 (held); false: release
@@ -100,6 +116,7 @@ class SlurmClient {
   virtual std::optional<std::vector<SlurmJob>> load_jobs(std::string& error) = 0;
   virtual std::optional<std::vector<SlurmNode>> load_nodes(std::string& error) = 0;
   virtual std::optional<std::vector<SlurmLicense>> load_licenses(std::string& error) = 0;
+  virtual std::optional<std::vector<SlurmPartition>> load_partitions(std::string& error) = 0;
   // Each returns "" on success, else Slurm's error text.
   virtual std::string requeue(std::uint32_t job_id) = 0;
   virtual std::string update_job(const JobChange& change) = 0;
@@ -110,6 +127,8 @@ class SlurmClient {
   virtual std::string resume_node(const std::string& node) = 0;
   // Sets the node DOWN: Slurm ends (or requeues) the jobs on it at once.
   virtual std::string down_node(const std::string& node, const std::string& reason) = 0;
+  // How this Slurm's slurmstepd names output files (its release decides).
+  virtual OutputPatternDialect output_pattern_dialect() const = 0;
 };
 
 }  // namespace safe

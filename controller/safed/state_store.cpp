@@ -61,82 +61,130 @@ class Statement {
   int n_ = 0;
 };
 
+// Schema version 2 (PRAGMA user_version): every per-job row is keyed by (job_id, submitted). The
+// keyed tables are WITHOUT ROWID: one b-tree per table, ordered by the key, instead of a rowid
+// table plus an index of the key to keep up on every write (the first pass writes every job).
+// Finished jobs are pruned hourly by a scan, which needs no index on end_time.
+constexpr int kSchemaVersion = 2;
 constexpr const char* kSchema = R"(
 CREATE TABLE IF NOT EXISTS jobs (
-  job_id INTEGER PRIMARY KEY, name TEXT, workspace TEXT, submit_time INTEGER, max_retries INTEGER,
-  retries_used INTEGER, gpus INTEGER, state TEXT, last_class TEXT, last_evidence TEXT,
-  run_seconds INTEGER, end_time INTEGER, updated INTEGER, user_exclude TEXT, lost_seconds INTEGER DEFAULT 0);
+  job_id INTEGER, submitted INTEGER, submit_time INTEGER, user_id INTEGER, name TEXT, workspace TEXT,
+  max_retries INTEGER, retries_used INTEGER, gpus INTEGER, state TEXT, last_class TEXT, last_evidence TEXT,
+  run_seconds INTEGER, lost_seconds INTEGER, end_time INTEGER, updated INTEGER, user_exclude TEXT,
+  PRIMARY KEY (job_id, submitted)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS attempts (
+  job_id INTEGER, submitted INTEGER, attempt INTEGER, nodes TEXT, start_time INTEGER, end_time INTEGER,
+  end_state TEXT, failure_class TEXT, rule TEXT, evidence TEXT, PRIMARY KEY (job_id, submitted, attempt))
+  WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS failovers (
+  job_id INTEGER, submitted INTEGER, attempt INTEGER, failure_class TEXT, evidence TEXT, bad_nodes TEXT,
+  phase TEXT, fault_time INTEGER, signal_time INTEGER, requeue_time INTEGER, running_again_time INTEGER,
+  not_before INTEGER, workspace TEXT, gpus INTEGER, uses_retry INTEGER, PRIMARY KEY (job_id, submitted, attempt))
+  WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS node_faults (
+  node TEXT, time INTEGER, kind TEXT, detail TEXT, UNIQUE (node, time, detail));
+CREATE INDEX IF NOT EXISTS node_faults_by_node ON node_faults (node, time);
+CREATE TABLE IF NOT EXISTS quarantine (node TEXT PRIMARY KEY, since INTEGER, reason TEXT, released INTEGER);
+CREATE TABLE IF NOT EXISTS actions (
+  time INTEGER, job_id INTEGER, submitted INTEGER, node TEXT, action TEXT, detail TEXT, ok INTEGER);
+CREATE INDEX IF NOT EXISTS actions_by_job ON actions (job_id, submitted);
+)";
+
+// Version 1 (safed before job keys): rows keyed by job id alone, which is what `submitted` 0 means.
+constexpr const char* kUpgradeFrom1 = R"(
+ALTER TABLE jobs RENAME TO jobs_v1;
+ALTER TABLE attempts RENAME TO attempts_v1;
+ALTER TABLE failovers RENAME TO failovers_v1;
+ALTER TABLE actions RENAME TO actions_v1;
+DROP INDEX IF EXISTS actions_by_job;
+)";
+constexpr const char* kCopyFrom1 = R"(
+INSERT INTO jobs SELECT job_id, 0, COALESCE(submit_time, 0), 0, name, workspace, max_retries, retries_used, gpus,
+  state, last_class, last_evidence, run_seconds, COALESCE(lost_seconds, 0), end_time, updated, user_exclude
+  FROM jobs_v1;
+INSERT INTO attempts SELECT job_id, 0, attempt, nodes, start_time, end_time, end_state, failure_class, rule, evidence
+  FROM attempts_v1;
+INSERT INTO failovers SELECT job_id, 0, attempt, failure_class, evidence, bad_nodes, phase, fault_time, signal_time,
+  requeue_time, running_again_time, not_before, workspace, gpus, COALESCE(uses_retry, 1) FROM failovers_v1;
+INSERT INTO actions SELECT time, job_id, 0, node, action, detail, ok FROM actions_v1;
+DROP TABLE jobs_v1;
+DROP TABLE attempts_v1;
+DROP TABLE failovers_v1;
+DROP TABLE actions_v1;
+)";
+// What version 1 stores lacked in their early days, so that the copy above can read every column.
+constexpr const char* kVersion1Tables = R"(
 CREATE TABLE IF NOT EXISTS attempts (
   job_id INTEGER, attempt INTEGER, nodes TEXT, start_time INTEGER, end_time INTEGER, end_state TEXT,
   failure_class TEXT, rule TEXT, evidence TEXT, PRIMARY KEY (job_id, attempt));
 CREATE TABLE IF NOT EXISTS failovers (
   job_id INTEGER, attempt INTEGER, failure_class TEXT, evidence TEXT, bad_nodes TEXT, phase TEXT,
   fault_time INTEGER, signal_time INTEGER, requeue_time INTEGER, running_again_time INTEGER,
-  not_before INTEGER, workspace TEXT, gpus INTEGER, uses_retry INTEGER DEFAULT 1, PRIMARY KEY (job_id, attempt));
-CREATE TABLE IF NOT EXISTS node_faults (
-  node TEXT, time INTEGER, kind TEXT, detail TEXT, UNIQUE (node, time, detail));
-CREATE INDEX IF NOT EXISTS node_faults_by_node ON node_faults (node, time);
-CREATE TABLE IF NOT EXISTS quarantine (node TEXT PRIMARY KEY, since INTEGER, reason TEXT, released INTEGER);
-CREATE TABLE IF NOT EXISTS actions (
-  time INTEGER, job_id INTEGER, node TEXT, action TEXT, detail TEXT, ok INTEGER);
-CREATE INDEX IF NOT EXISTS actions_by_job ON actions (job_id);
+  not_before INTEGER, workspace TEXT, gpus INTEGER, PRIMARY KEY (job_id, attempt));
+CREATE TABLE IF NOT EXISTS actions (time INTEGER, job_id INTEGER, node TEXT, action TEXT, detail TEXT, ok INTEGER);
 )";
 
 constexpr const char* kFailoverColumns =
-    "job_id, attempt, failure_class, evidence, bad_nodes, phase, fault_time, signal_time, requeue_time, "
-    "running_again_time, not_before, workspace, gpus, uses_retry";
+    "job_id, submitted, attempt, failure_class, evidence, bad_nodes, phase, fault_time, signal_time, "
+    "requeue_time, running_again_time, not_before, workspace, gpus, uses_retry";
 
 FailoverRecord read_failover(Statement& q) {
   FailoverRecord f;
   f.job_id = static_cast<std::uint32_t>(q.i(0));
-  f.attempt = static_cast<int>(q.i(1));
-  f.failure_class = q.s(2);
-  f.evidence = q.s(3);
-  f.bad_nodes = q.s(4);
-  f.phase = parse_failover_phase(q.s(5));
-  f.fault_time = q.i(6);
-  f.signal_time = q.i(7);
-  f.requeue_time = q.i(8);
-  f.running_again_time = q.i(9);
-  f.not_before = q.i(10);
-  f.workspace = q.s(11);
-  f.gpus = q.i(12);
-  f.uses_retry = q.i(13) != 0;
+  f.submitted = q.i(1);
+  f.attempt = static_cast<int>(q.i(2));
+  f.failure_class = q.s(3);
+  f.evidence = q.s(4);
+  f.bad_nodes = q.s(5);
+  f.phase = parse_failover_phase(q.s(6));
+  f.fault_time = q.i(7);
+  f.signal_time = q.i(8);
+  f.requeue_time = q.i(9);
+  f.running_again_time = q.i(10);
+  f.not_before = q.i(11);
+  f.workspace = q.s(12);
+  f.gpus = q.i(13);
+  f.uses_retry = q.i(14) != 0;
   return f;
 }
 
 constexpr const char* kJobColumns =
-    "job_id, name, workspace, submit_time, max_retries, retries_used, gpus, state, last_class, last_evidence, "
-    "run_seconds, end_time, updated, user_exclude, lost_seconds";
+    "job_id, submitted, submit_time, user_id, name, workspace, max_retries, retries_used, gpus, state, last_class, "
+    "last_evidence, run_seconds, lost_seconds, end_time, updated, user_exclude";
 
 JobRecord read_job(Statement& q) {
   JobRecord j;
   j.job_id = static_cast<std::uint32_t>(q.i(0));
-  j.name = q.s(1);
-  j.workspace = q.s(2);
-  j.submit_time = q.i(3);
-  j.max_retries = static_cast<int>(q.i(4));
-  j.retries_used = static_cast<int>(q.i(5));
-  j.gpus = q.i(6);
-  j.state = q.s(7);
-  j.last_class = q.s(8);
-  j.last_evidence = q.s(9);
-  j.run_seconds = q.i(10);
-  j.end_time = q.i(11);
-  j.updated = q.i(12);
-  j.user_exclude = q.s(13);
-  j.lost_seconds = q.i(14);
+  j.submitted = q.i(1);
+  j.submit_time = q.i(2);
+  j.user_id = static_cast<std::uint32_t>(q.i(3));
+  j.name = q.s(4);
+  j.workspace = q.s(5);
+  j.max_retries = static_cast<int>(q.i(6));
+  j.retries_used = static_cast<int>(q.i(7));
+  j.gpus = q.i(8);
+  j.state = q.s(9);
+  j.last_class = q.s(10);
+  j.last_evidence = q.s(11);
+  j.run_seconds = q.i(12);
+  j.lost_seconds = q.i(13);
+  j.end_time = q.i(14);
+  j.updated = q.i(15);
+  j.user_exclude = q.s(16);
   return j;
 }
 
+constexpr const char* kAttemptColumns =
+    "job_id, submitted, attempt, nodes, start_time, end_time, end_state, failure_class, rule, evidence";
+
 AttemptRecord read_attempt(Statement& q) {
-  return {static_cast<std::uint32_t>(q.i(0)), static_cast<int>(q.i(1)), q.s(2), q.i(3), q.i(4), q.s(5), q.s(6),
-          q.s(7), q.s(8)};
+  return {static_cast<std::uint32_t>(q.i(0)), q.i(1), static_cast<int>(q.i(2)), q.s(3), q.i(4), q.i(5), q.s(6),
+          q.s(7), q.s(8), q.s(9)};
 }
 NodeFaultRecord read_fault(Statement& q) { return {q.s(0), q.i(1), q.s(2), q.s(3)}; }
 QuarantineRecord read_quarantine(Statement& q) { return {q.s(0), q.i(1), q.s(2)}; }
 ActionRecord read_action(Statement& q) {
-  return {q.i(0), static_cast<std::uint32_t>(q.i(1)), q.s(2), q.s(3), q.s(4), q.i(5) != 0};
+  return {q.i(0), {static_cast<std::uint32_t>(q.i(1)), q.i(2)}, q.s(3), q.s(4), q.s(5), q.i(6) != 0};
 }
 
 std::string select_failovers(const char* rest) { return std::string("SELECT ") + kFailoverColumns + " FROM failovers " + rest; }
@@ -172,11 +220,47 @@ StateStore::StateStore(const std::string& path) {
   }
   sqlite3_busy_timeout(db_, 5000);
   exec("PRAGMA journal_mode=WAL");
+  // NORMAL in WAL mode: a commit is durable once the WAL is synced at the next checkpoint, so a
+  // power loss (not a crash of safed) can lose the last transactions; docs/controller.md says
+  // why that is safe: Slurm's restart count, not this store, is the failover's idempotency key.
   exec("PRAGMA synchronous=NORMAL");
-  exec(kSchema);
-  // A store written by an older safed: add the columns it lacks.
-  add_column("jobs", "lost_seconds", "INTEGER DEFAULT 0");
-  add_column("failovers", "uses_retry", "INTEGER DEFAULT 1");
+  upgrade();
+}
+
+void StateStore::upgrade() {
+  int version = 0;
+  {
+    Statement q(db_, prepare("PRAGMA user_version"));
+    if (q.step()) version = static_cast<int>(q.i(0));
+  }
+  if (version > kSchemaVersion)
+    throw std::runtime_error("safed: the state store was written by a newer safed (schema " + std::to_string(version) +
+                             "); upgrade safed or move the store aside");
+  if (version == kSchemaVersion) return;
+  exec("BEGIN IMMEDIATE");
+  try {
+    if (version == 0 && has_table("jobs")) {  // version 1: before job keys, no user_version set
+      exec(kVersion1Tables);
+      add_column("jobs", "lost_seconds", "INTEGER DEFAULT 0");
+      add_column("failovers", "uses_retry", "INTEGER DEFAULT 1");
+      exec(kUpgradeFrom1);
+      exec(kSchema);
+      exec(kCopyFrom1);
+    } else {
+      exec(kSchema);
+    }
+    exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
+    exec("COMMIT");
+  } catch (...) {
+    rollback();
+    throw;
+  }
+}
+
+bool StateStore::has_table(const std::string& table) {
+  Statement q(db_, prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"));
+  q.bind(table);
+  return q.step();
 }
 
 void StateStore::add_column(const std::string& table, const std::string& column, const std::string& type) {
@@ -189,6 +273,7 @@ void StateStore::add_column(const std::string& table, const std::string& column,
 }
 
 StateStore::~StateStore() {
+  rollback();
   for (auto& [sql, stmt] : statements_) sqlite3_finalize(stmt);
   sqlite3_close(db_);
 }
@@ -212,66 +297,96 @@ void StateStore::exec(const char* sql) {
   }
 }
 
-void StateStore::begin() { exec("BEGIN"); }
-void StateStore::commit() { exec("COMMIT"); }
+void StateStore::begin() {
+  rollback();  // a transaction a failed pass left open must not swallow this one
+  exec("BEGIN");
+}
+
+void StateStore::commit() {
+  try {
+    exec("COMMIT");
+  } catch (...) {
+    // A COMMIT that fails (disk full, I/O error) can leave the transaction open: every later
+    // BEGIN would then fail and safed would never record anything again.
+    rollback();
+    throw;
+  }
+}
+
+void StateStore::rollback() noexcept {
+  if (db_ && !sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+}
 
 void StateStore::put_job(const JobRecord& j) {
   Statement(db_, prepare(std::string("INSERT OR REPLACE INTO jobs (") + kJobColumns +
-                         ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"))
-      .bind_all(j.job_id, j.name, j.workspace, j.submit_time, j.max_retries, j.retries_used, j.gpus, j.state,
-                j.last_class, j.last_evidence, j.run_seconds, j.end_time, j.updated, j.user_exclude, j.lost_seconds)
+                         ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"))
+      .bind_all(j.job_id, j.submitted, j.submit_time, j.user_id, j.name, j.workspace, j.max_retries, j.retries_used, j.gpus,
+                j.state, j.last_class, j.last_evidence, j.run_seconds, j.lost_seconds, j.end_time, j.updated,
+                j.user_exclude)
       .run();
 }
 
-std::optional<JobRecord> StateStore::job(std::uint32_t id) {
-  Statement q(db_, prepare(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE job_id = ?"));
-  q.bind(id);
+std::optional<JobRecord> StateStore::job(const JobKey& key) {
+  Statement q(db_, prepare(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE job_id = ? AND submitted = ?"));
+  q.bind_all(key.id, key.submitted);
   if (!q.step()) return std::nullopt;
   return read_job(q);
 }
 
-std::vector<JobRecord> StateStore::jobs(bool include_finished, int limit) {
-  std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs" +
-                    (include_finished ? "" : " WHERE end_time = 0") + " ORDER BY job_id DESC LIMIT ?";
-  return Statement(db_, prepare(sql)).bind_all(limit).rows(read_job);
+std::vector<JobRecord> StateStore::jobs_with_id(std::uint32_t id) {
+  return Statement(db_, prepare(std::string("SELECT ") + kJobColumns +
+                                " FROM jobs WHERE job_id = ? ORDER BY submitted DESC, submit_time DESC"))
+      .bind_all(id)
+      .rows(read_job);
+}
+
+std::vector<JobRecord> StateStore::jobs(bool include_finished, std::optional<std::uint32_t> user, int limit) {
+  std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE (? OR end_time = 0) AND (? OR user_id = ?)" +
+                    " ORDER BY submit_time DESC, job_id DESC LIMIT ?";
+  return Statement(db_, prepare(sql))
+      .bind_all(include_finished ? 1 : 0, user ? 0 : 1, static_cast<long long>(user.value_or(0)), limit)
+      .rows(read_job);
 }
 
 void StateStore::put_attempt(const AttemptRecord& a) {
-  Statement(db_, prepare("INSERT OR REPLACE INTO attempts VALUES (?,?,?,?,?,?,?,?,?)"))
-      .bind_all(a.job_id, a.attempt, a.nodes, a.start_time, a.end_time, a.end_state, a.failure_class, a.rule,
-                a.evidence)
+  Statement(db_, prepare(std::string("INSERT OR REPLACE INTO attempts (") + kAttemptColumns +
+                         ") VALUES (?,?,?,?,?,?,?,?,?,?)"))
+      .bind_all(a.job_id, a.submitted, a.attempt, a.nodes, a.start_time, a.end_time, a.end_state, a.failure_class,
+                a.rule, a.evidence)
       .run();
 }
 
-std::vector<AttemptRecord> StateStore::attempts(std::uint32_t job_id) {
-  return Statement(db_, prepare("SELECT job_id, attempt, nodes, start_time, end_time, end_state, failure_class, rule, "
-                                "evidence FROM attempts WHERE job_id = ? ORDER BY attempt"))
-      .bind_all(job_id)
+std::vector<AttemptRecord> StateStore::attempts(const JobKey& key) {
+  return Statement(db_, prepare(std::string("SELECT ") + kAttemptColumns +
+                                " FROM attempts WHERE job_id = ? AND submitted = ? ORDER BY attempt"))
+      .bind_all(key.id, key.submitted)
       .rows(read_attempt);
 }
 
 void StateStore::put_failover(const FailoverRecord& f) {
   Statement(db_, prepare(std::string("INSERT OR REPLACE INTO failovers (") + kFailoverColumns +
-                         ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"))
-      .bind_all(f.job_id, f.attempt, f.failure_class, f.evidence, f.bad_nodes, to_string(f.phase), f.fault_time,
-                f.signal_time, f.requeue_time, f.running_again_time, f.not_before, f.workspace, f.gpus,
+                         ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"))
+      .bind_all(f.job_id, f.submitted, f.attempt, f.failure_class, f.evidence, f.bad_nodes, to_string(f.phase),
+                f.fault_time, f.signal_time, f.requeue_time, f.running_again_time, f.not_before, f.workspace, f.gpus,
                 f.uses_retry ? 1 : 0)
       .run();
 }
 
-std::optional<FailoverRecord> StateStore::failover(std::uint32_t job_id, int attempt) {
-  Statement q(db_, prepare(select_failovers("WHERE job_id = ? AND attempt = ?")));
-  q.bind_all(job_id, attempt);
+std::optional<FailoverRecord> StateStore::failover(const JobKey& key, int attempt) {
+  Statement q(db_, prepare(select_failovers("WHERE job_id = ? AND submitted = ? AND attempt = ?")));
+  q.bind_all(key.id, key.submitted, attempt);
   if (!q.step()) return std::nullopt;
   return read_failover(q);
 }
 
-std::vector<FailoverRecord> StateStore::failovers(std::uint32_t job_id) {
-  return Statement(db_, prepare(select_failovers("WHERE job_id = ? ORDER BY attempt"))).bind_all(job_id).rows(read_failover);
+std::vector<FailoverRecord> StateStore::failovers(const JobKey& key) {
+  return Statement(db_, prepare(select_failovers("WHERE job_id = ? AND submitted = ? ORDER BY attempt")))
+      .bind_all(key.id, key.submitted)
+      .rows(read_failover);
 }
 
 std::vector<FailoverRecord> StateStore::all_failovers() {
-  return Statement(db_, prepare(select_failovers("ORDER BY job_id, attempt"))).rows(read_failover);
+  return Statement(db_, prepare(select_failovers("ORDER BY job_id, submitted, attempt"))).rows(read_failover);
 }
 
 std::vector<FailoverRecord> StateStore::open_failovers() {
@@ -318,15 +433,29 @@ long long StateStore::last_release(const std::string& node) {
 }
 
 void StateStore::log_action(const ActionRecord& a) {
-  Statement(db_, prepare("INSERT INTO actions VALUES (?,?,?,?,?,?)"))
-      .bind_all(a.time, a.job_id, a.node, a.action, a.detail, a.ok ? 1 : 0)
+  Statement(db_, prepare("INSERT INTO actions VALUES (?,?,?,?,?,?,?)"))
+      .bind_all(a.time, a.job.id, a.job.submitted, a.node, a.action, a.detail, a.ok ? 1 : 0)
       .run();
 }
 
-std::vector<ActionRecord> StateStore::actions(std::uint32_t job_id) {
-  return Statement(db_, prepare("SELECT time, job_id, node, action, detail, ok FROM actions WHERE job_id = ? ORDER BY rowid"))
-      .bind_all(job_id)
+std::vector<ActionRecord> StateStore::actions(const JobKey& key) {
+  return Statement(db_, prepare("SELECT time, job_id, submitted, node, action, detail, ok FROM actions "
+                                "WHERE job_id = ? AND submitted = ? ORDER BY rowid"))
+      .bind_all(key.id, key.submitted)
       .rows(read_action);
+}
+
+long long StateStore::prune(long long ended_before) {
+  constexpr const char* kEnded = "(SELECT job_id, submitted FROM jobs WHERE end_time > 0 AND end_time < ?)";
+  for (const char* table : {"attempts", "failovers", "actions"})
+    Statement(db_, prepare(std::string("DELETE FROM ") + table + " WHERE (job_id, submitted) IN " + kEnded))
+        .bind_all(ended_before)
+        .run();
+  Statement(db_, prepare("DELETE FROM jobs WHERE end_time > 0 AND end_time < ?")).bind_all(ended_before).run();
+  long long jobs = sqlite3_changes(db_);
+  Statement(db_, prepare("DELETE FROM actions WHERE job_id = 0 AND time < ?")).bind_all(ended_before).run();
+  Statement(db_, prepare("DELETE FROM node_faults WHERE time < ?")).bind_all(ended_before).run();
+  return jobs;
 }
 
 }  // namespace safe

@@ -3,6 +3,7 @@
 // neither loses nor repeats a requeue), node faults, quarantines, and every action taken.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -14,10 +15,21 @@ struct sqlite3_stmt;
 
 namespace safe {
 
+// Slurm reuses job ids (MaxJobId wraps; a lost StateSaveLocation starts the count again): a job
+// is its id and its submission time as SaFE's admission recorded it (AdminComment sub=; Slurm's
+// own SubmitTime moves at every requeue, so it cannot be the key).
+struct JobKey {
+  std::uint32_t id = 0;
+  long long submitted = 0;  // 0 for a job whose record has no sub= (keyed by its id alone)
+  auto operator<=>(const JobKey&) const = default;
+};
+
 struct JobRecord {
   std::uint32_t job_id = 0;
+  long long submitted = 0;    // the key's second half (JobKey)
+  long long submit_time = 0;  // when it was submitted, for wall times (ETTR)
+  std::uint32_t user_id = 0;  // the job's owner: the API shows a job to its owner and to admins
   std::string name, workspace;
-  long long submit_time = 0;
   int max_retries = 0;
   int retries_used = 0;
   long long gpus = 0;
@@ -28,10 +40,12 @@ struct JobRecord {
   long long end_time = 0;     // 0 while the job may still run
   std::string user_exclude;   // the job's own ExcNodeList, kept when SaFE adds bad nodes
   long long updated = 0;
+  JobKey key() const { return {job_id, submitted}; }
 };
 
 struct AttemptRecord {
   std::uint32_t job_id = 0;
+  long long submitted = 0;
   int attempt = 0;  // Slurm's restart count of the run (0 = first run)
   std::string nodes;
   long long start_time = 0, end_time = 0;
@@ -47,6 +61,7 @@ FailoverPhase parse_failover_phase(const std::string& s);
 
 struct FailoverRecord {
   std::uint32_t job_id = 0;
+  long long submitted = 0;
   int attempt = 0;  // the restart count of the run that failed: the failover's idempotency key
   std::string failure_class, evidence;
   std::string bad_nodes;  // comma list
@@ -56,6 +71,7 @@ struct FailoverRecord {
   std::string workspace;
   long long gpus = 0;
   bool uses_retry = true;  // false for a run the prolog refused: it never started
+  JobKey key() const { return {job_id, submitted}; }
 };
 
 struct NodeFaultRecord {
@@ -72,32 +88,40 @@ struct QuarantineRecord {
 
 struct ActionRecord {
   long long time = 0;
-  std::uint32_t job_id = 0;
+  JobKey job;  // {0, 0} for an action on a node
   std::string node, action, detail;
   bool ok = true;
 };
 
 class StateStore {
  public:
-  // Opens or creates DIR/safed.sqlite. Throws std::runtime_error with a message for the admin.
+  // Opens or creates the store (a file, or ":memory:"), upgrading one an older safed wrote.
+  // Throws std::runtime_error with a message for the admin.
   explicit StateStore(const std::string& path);
   ~StateStore();
   StateStore(const StateStore&) = delete;
   StateStore& operator=(const StateStore&) = delete;
 
   void begin();
+  // Throws when SQLite cannot commit; the transaction is then rolled back, never left open.
   void commit();
+  // Undoes the open transaction, if any; never throws.
+  void rollback() noexcept;
 
   void put_job(const JobRecord& j);
-  std::optional<JobRecord> job(std::uint32_t id);
-  std::vector<JobRecord> jobs(bool include_finished, int limit = 1000);
+  std::optional<JobRecord> job(const JobKey& key);
+  // Every job Slurm gave this id, the newest first.
+  std::vector<JobRecord> jobs_with_id(std::uint32_t id);
+  // The newest `limit` jobs; only those of `user` when set; only unfinished ones unless asked.
+  std::vector<JobRecord> jobs(bool include_finished, std::optional<std::uint32_t> user = std::nullopt,
+                              int limit = 1000);
 
   void put_attempt(const AttemptRecord& a);
-  std::vector<AttemptRecord> attempts(std::uint32_t job_id);
+  std::vector<AttemptRecord> attempts(const JobKey& key);
 
   void put_failover(const FailoverRecord& f);
-  std::optional<FailoverRecord> failover(std::uint32_t job_id, int attempt);
-  std::vector<FailoverRecord> failovers(std::uint32_t job_id);
+  std::optional<FailoverRecord> failover(const JobKey& key, int attempt);
+  std::vector<FailoverRecord> failovers(const JobKey& key);
   std::vector<FailoverRecord> all_failovers();
   std::vector<FailoverRecord> open_failovers();  // not done and not refused
 
@@ -112,11 +136,17 @@ class StateStore {
   long long last_release(const std::string& node);  // 0: never released
 
   void log_action(const ActionRecord& a);
-  std::vector<ActionRecord> actions(std::uint32_t job_id);
+  std::vector<ActionRecord> actions(const JobKey& key);
+
+  // Deletes jobs that ended before `ended_before` with their attempts, failovers and actions, and
+  // node faults and node actions older than it; returns the number of jobs deleted.
+  long long prune(long long ended_before);
 
  private:
   void exec(const char* sql);
+  bool has_table(const std::string& table);
   void add_column(const std::string& table, const std::string& column, const std::string& type);
+  void upgrade();
   sqlite3_stmt* prepare(const std::string& sql);
   sqlite3* db_ = nullptr;
   std::unordered_map<std::string, sqlite3_stmt*> statements_;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/admission.hpp"
+#include "common/json_utf8.hpp"
 
 namespace safe {
 namespace {
@@ -38,18 +39,20 @@ std::string label(const std::string& v) {
 json_t* job_json(const JobRecord& j) {
   json_t* o = json_object();
   json_object_set_new(o, "job_id", json_integer(j.job_id));
-  json_object_set_new(o, "name", json_string(j.name.c_str()));
-  json_object_set_new(o, "workspace", json_string(j.workspace.c_str()));
-  json_object_set_new(o, "state", json_string(j.state.c_str()));
+  json_object_set_new(o, "user_id", json_integer(j.user_id));
+  json_object_set_new(o, "name", json_utf8(j.name));
+  json_object_set_new(o, "workspace", json_utf8(j.workspace));
+  json_object_set_new(o, "state", json_utf8(j.state));
   json_object_set_new(o, "retries_used", json_integer(j.retries_used));
   json_object_set_new(o, "max_retries", json_integer(j.max_retries));
   json_object_set_new(o, "gpus", json_integer(j.gpus));
   json_object_set_new(o, "submit_time", json_integer(j.submit_time));
+  json_object_set_new(o, "submitted", json_integer(j.submitted));
   json_object_set_new(o, "end_time", json_integer(j.end_time));
   json_object_set_new(o, "run_seconds", json_integer(j.run_seconds));
   json_object_set_new(o, "lost_seconds", json_integer(j.lost_seconds));
-  json_object_set_new(o, "last_class", json_string(j.last_class.c_str()));
-  json_object_set_new(o, "last_evidence", json_string(j.last_evidence.c_str()));
+  json_object_set_new(o, "last_class", json_utf8(j.last_class));
+  json_object_set_new(o, "last_evidence", json_utf8(j.last_evidence));
   return o;
 }
 
@@ -152,14 +155,15 @@ std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& hea
   return m.str();
 }
 
-std::string render_status_json(FailoverPlanner& planner, const ControllerHealth& health, long long now) {
+std::string render_status_json(FailoverPlanner& planner, const ControllerHealth& health, long long now,
+                               std::optional<std::uint32_t> user) {
   json_t* root = json_object();
   json_t* ctl = json_object();
   json_object_set_new(ctl, "started", json_integer(health.started));
   json_object_set_new(ctl, "last_pass", json_integer(health.last_pass));
   json_object_set_new(ctl, "last_pass_ms", json_real(health.last_pass_ms));
   json_object_set_new(ctl, "slurm_ok", json_boolean(health.slurm_ok));
-  json_object_set_new(ctl, "slurm_error", json_string(health.slurm_error.c_str()));
+  json_object_set_new(ctl, "slurm_error", json_utf8(health.slurm_error));
   json_object_set_new(ctl, "failovers_last_minute", json_integer(planner.rate_limit_used(now)));
   json_object_set_new(ctl, "rate_limit_per_minute", json_integer(planner.config().failover.rate_limit_per_minute));
   json_object_set_new(root, "controller", ctl);
@@ -167,9 +171,9 @@ std::string render_status_json(FailoverPlanner& planner, const ControllerHealth&
   json_t* nodes = json_array();
   for (const auto& n : planner.nodes()) {
     json_t* o = json_object();
-    json_object_set_new(o, "name", json_string(n.name.c_str()));
+    json_object_set_new(o, "name", json_utf8(n.name));
     json_object_set_new(o, "health", json_string(std::string(to_string(node_condition(n))).c_str()));
-    json_object_set_new(o, "reason", json_string(n.reason.c_str()));
+    json_object_set_new(o, "reason", json_utf8(n.reason));
     json_object_set_new(o, "quarantined", json_boolean(planner.quarantined().count(n.name) > 0));
     json_array_append_new(nodes, o);
   }
@@ -178,9 +182,9 @@ std::string render_status_json(FailoverPlanner& planner, const ControllerHealth&
   json_t* quarantine = json_array();
   for (const auto& [node, q] : planner.quarantined()) {
     json_t* o = json_object();
-    json_object_set_new(o, "node", json_string(node.c_str()));
+    json_object_set_new(o, "node", json_utf8(node));
     json_object_set_new(o, "since", json_integer(q.since));
-    json_object_set_new(o, "reason", json_string(q.reason.c_str()));
+    json_object_set_new(o, "reason", json_utf8(q.reason));
     json_array_append_new(quarantine, o);
   }
   json_object_set_new(root, "quarantined", quarantine);
@@ -189,7 +193,7 @@ std::string render_status_json(FailoverPlanner& planner, const ControllerHealth&
   auto times = workspace_times(planner, now);
   for (const auto& w : planner.config().workspaces) {
     json_t* o = json_object();
-    json_object_set_new(o, "name", json_string(w.name.c_str()));
+    json_object_set_new(o, "name", json_utf8(w.name));
     json_object_set_new(o, "gpu_quota", json_integer(w.gpu_quota));
     long long in_use = 0;
     for (const auto& l : health.licenses)
@@ -206,47 +210,56 @@ std::string render_status_json(FailoverPlanner& planner, const ControllerHealth&
 
   json_t* jobs = json_array();
   std::vector<const TrackedJob*> sorted;
-  for (const auto& [id, t] : planner.jobs()) sorted.push_back(&t);
+  for (const auto& [id, t] : planner.jobs())
+    if (!user || t.record.user_id == *user) sorted.push_back(&t);
   std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->record.job_id < b->record.job_id; });
   for (const TrackedJob* t : sorted) json_array_append_new(jobs, job_json(t->record));
   json_object_set_new(root, "jobs", jobs);
   return dump(root);
 }
 
-std::string render_jobs_json(StateStore& store, bool include_finished) {
+std::string render_jobs_json(StateStore& store, bool include_finished, std::optional<std::uint32_t> user) {
   json_t* root = json_object();
   json_t* jobs = json_array();
-  for (const auto& j : store.jobs(include_finished)) json_array_append_new(jobs, job_json(j));
+  for (const auto& j : store.jobs(include_finished, user)) json_array_append_new(jobs, job_json(j));
   json_object_set_new(root, "jobs", jobs);
   return dump(root);
 }
 
-std::string render_job_json(StateStore& store, std::uint32_t job_id) {
-  auto job = store.job(job_id);
+std::string render_job_json(StateStore& store, std::uint32_t job_id, std::optional<long long> submitted,
+                            std::optional<std::uint32_t> user) {
+  std::optional<JobRecord> job;
+  for (auto& j : store.jobs_with_id(job_id)) {
+    if (submitted && j.submitted != *submitted) continue;
+    if (user && j.user_id != *user) continue;
+    job = std::move(j);
+    break;
+  }
   if (!job) return "";
+  const JobKey key = job->key();
   json_t* root = job_json(*job);
   json_t* attempts = json_array();
-  for (const auto& a : store.attempts(job_id)) {
+  for (const auto& a : store.attempts(key)) {
     json_t* o = json_object();
     json_object_set_new(o, "attempt", json_integer(a.attempt + 1));
-    json_object_set_new(o, "nodes", json_string(a.nodes.c_str()));
+    json_object_set_new(o, "nodes", json_utf8(a.nodes));
     json_object_set_new(o, "start_time", json_integer(a.start_time));
     json_object_set_new(o, "end_time", json_integer(a.end_time));
-    json_object_set_new(o, "end_state", json_string(a.end_state.c_str()));
-    json_object_set_new(o, "class", json_string(a.failure_class.c_str()));
-    json_object_set_new(o, "rule", json_string(a.rule.c_str()));
-    json_object_set_new(o, "evidence", json_string(a.evidence.c_str()));
+    json_object_set_new(o, "end_state", json_utf8(a.end_state));
+    json_object_set_new(o, "class", json_utf8(a.failure_class));
+    json_object_set_new(o, "rule", json_utf8(a.rule));
+    json_object_set_new(o, "evidence", json_utf8(a.evidence));
     json_array_append_new(attempts, o);
   }
   json_object_set_new(root, "attempts", attempts);
   json_t* failovers = json_array();
-  for (const auto& f : store.failovers(job_id)) {
+  for (const auto& f : store.failovers(key)) {
     json_t* o = json_object();
     json_object_set_new(o, "attempt", json_integer(f.attempt + 1));
-    json_object_set_new(o, "class", json_string(f.failure_class.c_str()));
-    json_object_set_new(o, "evidence", json_string(f.evidence.c_str()));
-    json_object_set_new(o, "bad_nodes", json_string(f.bad_nodes.c_str()));
-    json_object_set_new(o, "phase", json_string(to_string(f.phase).c_str()));
+    json_object_set_new(o, "class", json_utf8(f.failure_class));
+    json_object_set_new(o, "evidence", json_utf8(f.evidence));
+    json_object_set_new(o, "bad_nodes", json_utf8(f.bad_nodes));
+    json_object_set_new(o, "phase", json_utf8(to_string(f.phase)));
     json_object_set_new(o, "fault_time", json_integer(f.fault_time));
     json_object_set_new(o, "signal_time", json_integer(f.signal_time));
     json_object_set_new(o, "requeue_time", json_integer(f.requeue_time));
@@ -256,11 +269,11 @@ std::string render_job_json(StateStore& store, std::uint32_t job_id) {
   }
   json_object_set_new(root, "failovers", failovers);
   json_t* actions = json_array();
-  for (const auto& a : store.actions(job_id)) {
+  for (const auto& a : store.actions(key)) {
     json_t* o = json_object();
     json_object_set_new(o, "time", json_integer(a.time));
-    json_object_set_new(o, "action", json_string(a.action.c_str()));
-    json_object_set_new(o, "detail", json_string(a.detail.c_str()));
+    json_object_set_new(o, "action", json_utf8(a.action));
+    json_object_set_new(o, "detail", json_utf8(a.detail));
     json_object_set_new(o, "ok", json_boolean(a.ok));
     json_array_append_new(actions, o);
   }

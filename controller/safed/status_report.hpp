@@ -2,6 +2,7 @@
 // planner's state (callers hold the lock that guards it) and the state store.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,10 +24,15 @@ struct ControllerHealth {
 };
 
 std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& health, long long now);
-std::string render_status_json(FailoverPlanner& planner, const ControllerHealth& health, long long now);
-std::string render_jobs_json(StateStore& store, bool include_finished);
-// "" when the store does not know the job.
-std::string render_job_json(StateStore& store, std::uint32_t job_id);
+// The API documents show jobs to their owners: `user` set, only that uid's jobs (and their
+// evidence); nullopt, every job (an administrator).
+std::string render_status_json(FailoverPlanner& planner, const ControllerHealth& health, long long now,
+                               std::optional<std::uint32_t> user);
+std::string render_jobs_json(StateStore& store, bool include_finished, std::optional<std::uint32_t> user);
+// The newest job with this id (or the one whose key holds `submitted`) that `user` may see; ""
+// when there is none (unknown and someone else's read the same).
+std::string render_job_json(StateStore& store, std::uint32_t job_id, std::optional<long long> submitted,
+                            std::optional<std::uint32_t> user);
 
 // ETTR of one workspace: productive run time / wall time since submission, over its SaFE jobs.
 struct WorkspaceTime {

@@ -70,7 +70,9 @@ SLURM_JOB_ID=78 SLURM_JOB_GPUS=2,3 "$bin/safe-prolog" --node n1 --no-slurm || fa
 SLURM_JOB_ID=79 SLURM_JOB_GPUS=1 SPANK__SLURM_SPANK_OPTION_safe_safe_health=off "$bin/safe-prolog" --node n1 --no-slurm \
   || fail "--safe-health=off skips the gate"
 SLURM_JOB_ID=77 SLURM_JOB_GPUS=0,1 "$bin/safe-epilog" --node n1 --no-slurm 2>/dev/null || fail "epilog always exits 0"
-assert_eq "gpu_responsive" "$(jq -r '.failing_checks[0].check' "$tmp/state/evidence/77.json")" "epilog evidence names the check"
+assert_eq "gpu_responsive" "$(jq -r '.failing_checks[0].check' "$tmp/state/evidence/77.n1.epilog.json")" "epilog evidence names the check"
+SLURM_JOB_ID=78 SLURM_JOB_GPUS=2,3 "$bin/safe-epilog" --node n1 --no-slurm 2>/dev/null || fail "epilog always exits 0"
+[[ ! -e $tmp/state/evidence/78.n1.epilog.json ]] || fail "a clean epilog wrote a record"
 
 # Usage errors.
 set +e

@@ -1,6 +1,7 @@
 // libFuzzer target for every parser that reads user or admin input: --safe-* option values, a
-// job's SPANK environment, Slurm TRES/gres strings, the AdminComment record, safe.yaml, and the
-// REST bridge's workload spec (JSON) and JWTs.
+// job's SPANK environment, Slurm TRES/gres strings, the AdminComment record, safe.yaml, the REST
+// bridge's workload spec (JSON) and JWTs, -L license strings, -o output patterns, bytes bound for
+// JSON, and the cluster shape safed publishes.
 // Besides "no crash, no sanitizer report" it checks round-trip properties that must hold.
 #include <cstddef>
 #include <cstdint>
@@ -9,11 +10,17 @@
 #include <string_view>
 #include <vector>
 
+#include <jansson.h>
+
+#include "common/admission.hpp"
+#include "common/batch_output_path.hpp"
+#include "common/cluster_shape.hpp"
 #include "common/config.hpp"
 #include "common/gpu_request.hpp"
+#include "common/json_utf8.hpp"
 #include "common/job_metadata.hpp"
 #include "common/safe_options.hpp"
-#include "kube-bridge/authenticator.hpp"
+#include "common/authenticator.hpp"
 #include "kube-bridge/workload_spec.hpp"
 
 namespace {
@@ -55,8 +62,11 @@ void fuzz_tres(std::string_view input) {
   safe::GpuRequest request;
   request.tres_per_node = std::string(input);
   request.min_nodes = 4;
-  safe::GpuCount count = safe::count_requested_gpus(request);
-  require(count.gpus >= 0);
+  request.exclusive = !input.empty() && input[0] == 'x';
+  safe::NodeCapacity capacity{true, 8, 2, 16, false};
+  safe::GpuCharge charge = safe::charge_gpus(request, capacity);
+  require(charge.gpus >= 0);
+  require(!request.exclusive || !charge.error.empty() || charge.gpus >= 8 * 4);
 }
 
 void fuzz_metadata(std::string_view input) {
@@ -82,8 +92,41 @@ void fuzz_workload_spec(std::string_view input) {
 
 void fuzz_jwt(std::string_view input) {
   // Without the key nothing may verify, whatever the token claims.
-  auto check = safe::bridge::verify_slurm_jwt(input, "0123456789abcdef0123456789abcdef", 1800000000);
+  auto check = safe::verify_slurm_jwt(input, "0123456789abcdef0123456789abcdef", 1800000000);
   require(!check.user.has_value() && !check.error.empty());
+}
+
+// A user's -L string: no name SaFE extracts holds a separator, so none hides a safe_ws_ license.
+void fuzz_licenses(std::string_view input) {
+  for (const auto& name : safe::license_names(input)) require(name.find_first_of(",;|:=") == std::string::npos);
+}
+
+void fuzz_output_path(std::string_view input) {
+  safe::BatchOutputContext c;
+  c.job_id = 7;
+  c.job_name = "j";
+  c.user_name = "u";
+  c.work_dir = "/w";
+  for (auto dialect : {safe::OutputPatternDialect::slurmd_fname, safe::OutputPatternDialect::stdio_fields}) {
+    std::string path = safe::batch_output_path(input, c, dialect);
+    require(path.empty() || path[0] == '/');
+  }
+}
+
+void fuzz_utf8(std::string_view input) {
+  std::string fixed = safe::valid_utf8(input);
+  json_t* s = json_stringn(fixed.data(), fixed.size());
+  require(s != nullptr);
+  json_decref(s);
+  require(safe::valid_utf8(fixed) == fixed);
+}
+
+void fuzz_cluster_shape(std::string_view input) {
+  if (auto shape = safe::parse_cluster_shape(input)) {
+    auto again = safe::parse_cluster_shape(safe::to_json(*shape));
+    require(again && again->partitions.size() == shape->partitions.size());
+  }
+  require(safe::gpus_in_node_gres(input) >= 0);
 }
 
 }  // namespace
@@ -91,6 +134,16 @@ void fuzz_jwt(std::string_view input) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
+  // Selectors below 128 pick what they always picked, so the seeds keep their meaning.
+  if (data[0] >= 128) {
+    switch ((data[0] - 128) % 4) {
+      case 0: fuzz_licenses(input); break;
+      case 1: fuzz_output_path(input); break;
+      case 2: fuzz_utf8(input); break;
+      case 3: fuzz_cluster_shape(input); break;
+    }
+    return 0;
+  }
   switch (data[0] % 7) {
     case 0: fuzz_option(input); break;
     case 1: fuzz_spank_env(input); break;

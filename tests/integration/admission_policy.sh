@@ -15,12 +15,12 @@ cd "$work"
 
 expect_failure "sbatch: error: safe: unknown workspace 'nope'; you may use: ml, research" \
     sbatch --safe-workspace=nope --wrap true
-expect_failure "safe: the job asks for 16 GPUs but workspace 'ml' has a quota of 8; ask for at most 8 GPUs" \
+expect_failure "safe: the job can get 16 GPUs (2 nodes x 8 GPUs) but workspace 'ml' has a quota of 8; ask for at most 8 GPUs" \
     sbatch --safe-workspace=ml -N2 --gpus-per-node=8 --wrap true
-expect_failure "safe: the job asks for 9 GPUs but workspace 'ml' has a quota of 8" \
+expect_failure "safe: the job can get 9 GPUs (--gpus) but workspace 'ml' has a quota of 8" \
     srun --safe-workspace=ml --gpus=9 true
-expect_failure "safe: workspace 'research' runs in partition 'gpu', not 'cpu'; drop -p/--partition or use -p gpu" \
-    sbatch --safe-workspace=research -p cpu --wrap true
+expect_failure "safe: workspace 'research' runs in partition 'research', not 'gpu'; drop -p/--partition or use -p research" \
+    sbatch --safe-workspace=research -p gpu --wrap true
 expect_failure "safe: licenses named safe_ws_* carry workspace GPU quotas" \
     sbatch -L safe_ws_ml:1 --wrap true
 
@@ -52,7 +52,8 @@ jobid=$(sbatch --parsable --hold --job-name=safe-pol-test --safe-workspace=ml --
     --safe-ckpt-dir=/tmp/safe-pol-ck --wrap true 2>"$work/notice")
 assert_contains "$(cat "$work/notice")" "sbatch: safe: --safe-retries=9 capped to 5 (workspace 'ml' maximum)"
 show=$(scontrol show job "$jobid")
-assert_contains "$show" "AdminComment=safe: ws=ml retries=0/5 health=standard sig=USR1@120 hang=0 gpus=4 ckpt=/tmp/safe-pol-ck"
+# sub= is the job's first submission time (the state store's key; Slurm resets SubmitTime on requeue).
+assert_contains "$(sed 's/ sub=[0-9]* / sub=T /' <<<"$show")" "AdminComment=safe: ws=ml retries=0/5 health=standard sig=USR1@120 hang=0 gpus=4 sub=T ckpt=/tmp/safe-pol-ck"
 assert_contains "$show" "Licenses=safe_ws_ml:4"
 assert_contains "$show" "Requeue=1"
 scancel "$jobid"

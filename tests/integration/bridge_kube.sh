@@ -48,7 +48,11 @@ contexts:
       cluster: double
       user: bridge
 EOK
-sed '/^kube_bridge:/,$d' "$SAFE_CONFIG" >"$work/safe.yaml"
+# Workloads on Kubernetes run as their user, never as root: a user of workspace ml submits them.
+id safe-kube >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash safe-kube
+kube_uid=$(id -u safe-kube) kube_gid=$(id -g safe-kube)
+sed -e '/^kube_bridge:/,$d' -e 's/^    users: \[root, safe-member\]/    users: [root, safe-member, safe-kube]/' "$SAFE_CONFIG" >"$work/safe.yaml"
+grep -q 'safe-kube]' "$work/safe.yaml" || fail "could not add safe-kube to workspace ml of $SAFE_CONFIG"
 cat >>"$work/safe.yaml" <<EOY
 kube_bridge:
   kubernetes:
@@ -61,7 +65,7 @@ nbridge=0
 start_bridge() {  # a bridge on a free port, logging to LOG; URL is where it listens
     nbridge=$((nbridge + 1))
     LOG=$work/bridge$nbridge.log
-    "$bin/safe-kube-bridge" --config "$work/safe.yaml" --listen 127.0.0.1:0 --work-dir /tmp 2>"$LOG" &
+    "$bin/safe-kube-bridge" --config "$work/safe.yaml" --listen 127.0.0.1:0 2>"$LOG" &
     bridge_pid=$!
     pids+=("$bridge_pid")
     wait_for "grep -q 'listening on' $LOG && grep -q 'recovered from their Jobs' $LOG" 15 "cat $LOG"
@@ -73,12 +77,12 @@ stop_bridge() {
 }
 start_bridge
 
-api() {  # api METHOD PATH [BODY] -> "STATUS BODY"; authenticated as root with munge
+api() {  # api METHOD PATH [BODY] -> "STATUS BODY"; authenticated as safe-kube (or $AS) with munge
     local out
     local args=()
-    # A POST always has a body (maybe empty): httplib answers 400 to one without Content-Length.
     [[ -n ${3:-} || $1 == POST ]] && args=(-H 'Content-Type: application/json' --data-binary "${3:-}")
-    out=$(curl -sS -w '\n%{http_code}' -X "$1" -H "Authorization: Munge $(munge -n)" "${args[@]}" "$URL$2")
+    out=$(curl -sS -w '\n%{http_code}' -X "$1" -H "Authorization: Munge $(runuser -u "${AS:-safe-kube}" -- munge -n)" \
+        "${args[@]}" "$URL$2")
     echo "${out##*$'\n'} ${out%$'\n'*}"
 }
 expect() {  # expect STATUS METHOD PATH [BODY] -> body
@@ -97,8 +101,14 @@ node_of() { objects Pod | jq -r --arg p "$1" '.[] | select(.metadata.name == $p)
 # Create: an Indexed Job and a headless Service, pods Running, then Succeeded.
 spec='{"name":"k1","target":"kubernetes","image":"rocm/pytorch:latest","command":["python","train.py"],
        "nodes":2,"gpusPerNode":4,"workspace":"ml","retries":1,"checkpoint":{"dir":"/ckpt/k1"}}'
+refused=$(AS=root expect 403 POST /api/v1/workloads "$spec")
+assert_contains "$refused" "workloads on Kubernetes never run as root"
 assert_eq kube-k1 "$(expect 201 POST /api/v1/workloads "$spec" | jq -r .id)" "id"
 job=$(objects Job | jq -c '.[] | select(.metadata.name == "k1-a1")')
+# As its user, on its own directory of the checkpoint volume (made by the admin's init image).
+assert_eq "$kube_uid $kube_gid true" "$(jq -r '.spec.template.spec.securityContext | "\(.runAsUser) \(.runAsGroup) \(.runAsNonRoot)"' <<<"$job")" "pod securityContext"
+assert_eq "ml/safe-kube/k1" "$(jq -r '.spec.template.spec.containers[0].volumeMounts[0].subPath' <<<"$job")" "checkpoint subPath"
+assert_eq "ml/safe-kube/k1 $kube_uid $kube_gid" "$(jq -r '.spec.template.spec.initContainers[0].command[4:] | join(" ")' <<<"$job")" "init container"
 assert_eq "Indexed 2 2 0" "$(jq -r '"\(.spec.completionMode) \(.spec.completions) \(.spec.parallelism) \(.spec.backoffLimit)"' <<<"$job")" "Job"
 assert_contains "$job" '{"name":"SAFE_WORKSPACE","value":"ml"}'
 assert_contains "$job" '"hostPath":{"path":"/data/ckpt","type":"DirectoryOrCreate"}'

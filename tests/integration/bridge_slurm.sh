@@ -19,7 +19,7 @@ id safetest >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash safete
 api() {
     local method=$1 path=$2 auth=$3 body=${4:-} args=()
     [[ -n $auth ]] && args+=(-H "Authorization: $auth")
-    # Always a body (maybe empty) for POST: httplib answers 400 to a POST or PUT without Content-Length.
+    # Always a body (maybe empty) for POST and PUT, with its Content-Length.
     [[ -n $body || $method == POST || $method == PUT ]] && args+=(-H 'Content-Type: application/json' --data-binary "$body")
     curl -sS -o "$work/body" -w '%{http_code}' -X "$method" "${args[@]}" "$URL$path" >"$work/code"
     echo "$(cat "$work/code") $(cat "$work/body")"

@@ -47,9 +47,10 @@ all_nodes_in_service() {
 }
 
 # own_cluster_dirs PREFIX: for a test that starts a cluster of its own: makes $dir (for the
-# cluster, /tmp/PREFIX.XXXXXX) and $work (scratch), and at exit stops that cluster and removes both.
+# cluster, /tmp/PREFIX.XXXXXX, readable by all) and $work (scratch), and at exit stops that cluster and removes both.
 own_cluster_dirs() {
     dir=$(mktemp -d "/tmp/$1.XXXXXX")
+    chmod 0755 "$dir"  # ordinary users the tests make read its slurm.conf
     work=$(mktemp -d)
     trap 'end_own_cluster' EXIT
 }

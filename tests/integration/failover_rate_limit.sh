@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # failover_rate_limit.sh: on a cluster of its own with failover.rate_limit_per_minute: 10, a flood
 # of 50 jobs failing with the infrastructure exit code 75 must not cause more than 10 requeues in
-# the first minute; the rest are deferred (and counted in the metrics), not dropped.
+# the first minute; the rest are deferred (and counted in the metrics), not dropped. The flood is
+# one tenant's (root's jobs, no workspace) and uses up what the job-caused failovers may have for
+# minutes; another user's job on a node that then fails a health check is failed over at once:
+# node faults have a budget of their own.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -9,11 +12,20 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/failover_lib.sh"
 
 own_cluster_dirs sfrl
-cat >"$dir/config.yaml" <<'YAML'
+{
+    cat <<'YAML'
 failover:
   rate_limit_per_minute: 10
   backoff_initial_s: 1
+workspaces:
+  - name: ml
+    users: [safe-member]
 YAML
+    # The test cluster's simulated GPUs and health checker, for the node fault.
+    sed -n '/^health:/,$p' "$(dirname "${BASH_SOURCE[0]}")/../cluster/safe.yaml"
+} >"$dir/config.yaml"
+grep -q '^  backend: sim' "$dir/config.yaml" || fail "no health section taken from tests/cluster/safe.yaml"
+id safe-member >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash safe-member
 "$SAFE_CLUSTER_BIN" up --dir "$dir" --nodes 4 --safe --config "$dir/config.yaml" >/dev/null
 use_cluster "$dir"
 
@@ -34,6 +46,22 @@ elapsed=$(($(date +%s) - t0))
 used=$(safectl status --json | jq '.controller.failovers_last_minute')
 ((used <= 10)) || fail "safed reports $used failovers in the last minute"
 
+# Another tenant's job (safe-member, workspace ml) on a node whose GPU then fails: its failover
+# is not queued behind the ~40 deferred ones of the flood.
+victim=$(runuser -u safe-member -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" \
+    sbatch --parsable -N1 --safe-workspace=ml --safe-retries=1 -o /dev/null --wrap 'sleep 300')
+wait_for "[[ \$(job_field $victim JobState) == RUNNING ]]" 30 "scontrol show job $victim"
+node=$(job_field "$victim" NodeList)
+safectl inject --node "$node" --gpu 0 --fault ecc >/dev/null
+wait_for "[[ \$(sinfo -h -n $node -o %T) == drain* ]]" 20 "sinfo -N -o '%N %T %E'"
+drained=$(date +%s)
+wait_for "[[ \$(job_field $victim Restarts) == 1 ]]" 20 \
+    "scontrol show job $victim; grep 'job $victim' $dir/log/safed.out | tail -5"
+pending=$((50 - $(restarted)))
+((pending > 0)) || fail "the flood was over before the node fault; the test shows nothing"
+grep -q "job $victim: failover deferred" "$dir/log/safed.out" && fail "the node fault's failover was deferred"
+victim_s=$(($(date +%s) - drained))
+
 # SIGHUP: a broken config is refused (the old one kept), a good one is taken.
 safed=$(pgrep -f "safed --config $dir/safe.yaml" | head -n1)
 [[ -n $safed ]] || fail "safed is not running"
@@ -44,4 +72,5 @@ assert_eq 10 "$(safectl status --json | jq .controller.rate_limit_per_minute)" "
 echo "failover: {rate_limit_per_minute: 100}" >"$dir/safe.yaml"
 kill -HUP "$safed"
 wait_for "[[ \$(safectl status --json | jq .controller.rate_limit_per_minute) == 100 ]]" 10 "tail $dir/log/safed.out"
-echo "PASS: failover_rate_limit (50 failing jobs: $n requeued in the first ${elapsed}s, the rest deferred; SIGHUP reload)"
+echo "PASS: failover_rate_limit (50 failing jobs: $n requeued in the first ${elapsed}s, the rest deferred;" \
+    "another tenant's node fault failed over ${victim_s}s after the drain while $pending of the flood waited; SIGHUP reload)"

@@ -22,6 +22,23 @@ function validate(obj, where) {
   new Model(obj).validate();
 }
 
+// A workload's pods: as its user, never root, no escalation; its checkpoint volume only through
+// its own subPath (the bridge's isolation between users, docs/security.md).
+function checkIsolation(job, where) {
+  const pod = job.spec.template.spec;
+  const sc = pod.securityContext || {};
+  if (sc.runAsNonRoot !== true || !(sc.runAsUser > 0) || !(sc.runAsGroup >= 0))
+    throw new Error(`${where}: pod securityContext must set runAsNonRoot, a non-root runAsUser and runAsGroup`);
+  for (const c of pod.containers) {
+    if (c.securityContext?.allowPrivilegeEscalation !== false)
+      throw new Error(`${where}: container ${c.name} allows privilege escalation`);
+    for (const m of c.volumeMounts || [])
+      if (m.name === 'checkpoint' && !m.subPath) throw new Error(`${where}: container ${c.name} mounts the whole checkpoint volume`);
+  }
+  if ((pod.volumes || []).some((v) => v.name === 'checkpoint') && !(pod.initContainers || []).length)
+    throw new Error(`${where}: a checkpoint volume without the init container that makes the workload's directory`);
+}
+
 for (const file of readdirSync(dir).filter((f) => f.endsWith('.json')).sort()) {
   const parsed = JSON.parse(readFileSync(join(dir, file), 'utf8'));
   // kubectl's List (etc/kubernetes/*.json): each item is validated by its own kind.
@@ -30,6 +47,7 @@ for (const file of readdirSync(dir).filter((f) => f.endsWith('.json')).sort()) {
     const where = `${file}[${i}] ${obj.kind}/${obj.metadata?.name}`;
     try {
       validate(obj, where);
+      if (obj.kind === 'Job' && file.startsWith('job-')) checkIsolation(obj, where);
       checked++;
       console.log(`ok   ${where}`);
     } catch (e) {
@@ -48,6 +66,16 @@ try {
   console.log('FAIL the validator accepted a Job whose spec.completions is a string');
 } catch (e) {
   console.log(`ok   a bad Job is rejected: ${e.message}`);
+}
+// And the isolation check must catch a pod without it.
+const open_pod = JSON.parse(readFileSync(join(dir, 'job-pvc.json'), 'utf8'));
+delete open_pod.spec.template.spec.containers[0].volumeMounts[0].subPath;
+try {
+  checkIsolation(open_pod, 'open job');
+  failures++;
+  console.log('FAIL the isolation check accepted a Job mounting the whole checkpoint volume');
+} catch (e) {
+  console.log(`ok   a Job sharing the checkpoint volume is rejected: ${e.message}`);
 }
 if (checked === 0) { console.log('FAIL no manifests found'); failures++; }
 console.log(`${checked} manifests valid, ${failures} failures`);

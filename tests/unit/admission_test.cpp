@@ -93,7 +93,7 @@ const PolicyCase kPolicyCases[] = {
     {"no_workspace_optional", AdmissionRequest{}, kMallory, true, ""},
     {"within_quota", gpus(with_workspace("ml"), 16), kAlice, true, ""},
     {"over_whole_quota", gpus(with_workspace("ml"), 24), kAlice, false,
-     "safe: the job asks for 24 GPUs but workspace 'ml' has a quota of 16; ask for at most 16 GPUs or use another "
+     "safe: the job can get 24 GPUs but workspace 'ml' has a quota of 16; ask for at most 16 GPUs or use another "
      "workspace"},
     {"no_quota_workspace_any_size", gpus(with_workspace("research"), 512), kBob, true, ""},
     {"conflicting_partition", partition(with_workspace("ml"), "debug"), kAlice, false,
@@ -104,6 +104,16 @@ const PolicyCase kPolicyCases[] = {
     {"retries_capped_cluster", retries(AdmissionRequest{}, 20), kAlice, true,
      "safe: --safe-retries=20 capped to 10 (cluster maximum)"},
     {"managed_license_rejected", licenses(with_workspace("ml"), "matlab:1,safe_ws_research:4"), kAlice, false,
+     "safe: licenses named safe_ws_* carry workspace GPU quotas and are set by SaFE; remove them from "
+     "-L/--licenses"},
+    // Slurm also splits at ';' and skips empty entries: ";safe_ws_research:16" names the license too.
+    {"managed_license_after_a_semicolon", licenses(with_workspace("ml"), ";safe_ws_research:16"), kAlice, false,
+     "safe: licenses named safe_ws_* carry workspace GPU quotas and are set by SaFE; remove them from "
+     "-L/--licenses"},
+    {"managed_license_with_equals_and_blanks", licenses(AdmissionRequest{}, "matlab=1; safe_ws_ml=8"), kMallory, false,
+     "safe: licenses named safe_ws_* carry workspace GPU quotas and are set by SaFE; remove them from "
+     "-L/--licenses"},
+    {"managed_license_as_alternative", licenses(AdmissionRequest{}, "matlab|safe_ws_ml:8"), kMallory, false,
      "safe: licenses named safe_ws_* carry workspace GPU quotas and are set by SaFE; remove them from "
      "-L/--licenses"},
     {"license_alternatives_with_quota", licenses(gpus(with_workspace("ml"), 2), "a|b"), kAlice, false,
@@ -164,6 +174,60 @@ TEST(Admission, NoGpusNoLicense) {
   AdmissionDecision d = admit_job(test_config(), with_workspace("ml"), kAlice);
   EXPECT_FALSE(d.licenses.has_value());
 }
+
+TEST(Admission, LicenseNamesAsSlurmSplitsThem) {
+  EXPECT_EQ(license_names(""), std::vector<std::string>{});
+  EXPECT_EQ(license_names("a:1,b;c|d=2,,;e@srv:3"), (std::vector<std::string>{"a", "b", "c", "d", "e@srv"}));
+  EXPECT_EQ(license_names(";;safe_ws_x:8"), std::vector<std::string>{"safe_ws_x"});
+}
+
+// A partition that belongs to a workspace is that workspace's, however the job got there.
+struct ChoiceCase {
+  const char* name;
+  const char* workspace;       // --safe-workspace, "" none
+  const char* partition;       // -p, "" none
+  const char* default_partition;  // Slurm's, "" unknown
+  JobUser user;
+  const char* chosen;          // workspace chosen, "" none
+  const char* rejection;       // part of the message, "" none
+};
+class ChoiceTest : public ::testing::TestWithParam<ChoiceCase> {};
+TEST_P(ChoiceTest, Chooses) {
+  const ChoiceCase& c = GetParam();
+  SafeConfig config = test_config();
+  WorkspaceConfig shared;
+  shared.name = "shared-a";
+  shared.partition = "shared";
+  shared.users = {"alice", "bob"};
+  config.workspaces.push_back(shared);
+  shared.name = "shared-b";
+  config.workspaces.push_back(shared);
+  SafeOptions o;
+  if (*c.workspace) o.workspace = c.workspace;
+  std::string d = c.default_partition;
+  WorkspaceChoice got = choose_workspace(config, o, c.partition, d.empty() ? nullptr : &d, c.user);
+  EXPECT_EQ(std::string(c.chosen), got.workspace ? got.workspace->name : "");
+  if (*c.rejection) EXPECT_NE(got.rejection.find(c.rejection), std::string::npos) << got.rejection;
+  else EXPECT_EQ(got.rejection, "");
+}
+INSTANTIATE_TEST_SUITE_P(
+    Choices, ChoiceTest,
+    ::testing::Values(
+        ChoiceCase{"named", "ml", "", "", kAlice, "ml", ""},
+        ChoiceCase{"partition_makes_it_the_workspaces_job", "", "gpu", "", kAlice, "ml", ""},
+        ChoiceCase{"partition_of_a_workspace_needs_membership", "", "gpu", "", kMallory, "",
+                   "partition 'gpu' belongs to workspace 'ml', of which user 'mallory' is not a member"},
+        ChoiceCase{"default_partition_of_a_workspace", "", "", "gpu", kMallory, "", "belongs to workspace 'ml'"},
+        ChoiceCase{"default_partition_unknown", "", "", "", kMallory, "", "cannot tell which partition"},
+        ChoiceCase{"other_partition", "", "debug", "", kMallory, "", ""},
+        ChoiceCase{"other_default_partition", "", "", "debug", kMallory, "", ""},
+        ChoiceCase{"partition_list_with_a_workspaces", "", "debug,gpu", "", kAlice, "", "submit to it alone"},
+        ChoiceCase{"partition_of_another_workspace", "research", "gpu", "", kBob, "",
+                   "partition 'gpu' belongs to workspace 'ml', not to 'research'"},
+        ChoiceCase{"default_of_another_workspace", "research", "", "gpu", kBob, "", "belongs to workspace 'ml'"},
+        ChoiceCase{"shared_partition", "", "shared", "", kAlice, "", "shared by workspaces 'shared-a', 'shared-b'"},
+        ChoiceCase{"shared_partition_named", "shared-b", "shared", "", kAlice, "shared-b", ""}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Admission, RequiredWorkspace) {
   SafeConfig config = test_config();

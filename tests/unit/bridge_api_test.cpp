@@ -20,7 +20,18 @@ class FakeUsers : public FakeUserDirectory {
  public:
   FakeUsers()
       : FakeUserDirectory(
-            {{"alice", {"alice", 1001, 1001, {}}}, {"bob", {"bob", 1002, 1002, {}}}, {"root", {"root", 0, 0, {}}}}) {}
+            {{"alice", {"alice", 1001, 1001, {}, "/home/alice"}}, {"bob", {"bob", 1002, 1002, {}, "/home/bob"}},
+             {"root", {"root", 0, 0, {}, "/root"}}}) {}
+};
+
+// Each user's working directory; `refuse` names a user whose directory cannot be used.
+class FakeWorkDirs : public UserWorkDirs {
+ public:
+  std::string refuse;
+  Result<std::string> prepare(const UserRecord& user) override {
+    if (user.name == refuse) return Error{"safe: cannot use /home/" + user.name + "/safe-bridge: it belongs to another user"};
+    return user.home + "/safe-bridge";
+  }
 };
 
 // "Munge as-NAME" authenticates NAME.
@@ -86,15 +97,14 @@ class BridgeApiTest : public ::testing::Test {
     EXPECT_TRUE(c.ok());
     BridgeSettings s;
     s.config = *c.config;
-    s.work_dir = "/work/dir";
     s.openapi_document = "{}";
     slurm.policy = s.config;
-    api = std::make_unique<BridgeApi>(s, auth, users, slurm, metrics);
+    api = std::make_unique<BridgeApi>(s, auth, users, slurm, metrics, work_dirs);
   }
 
   ApiResponse call(const std::string& method, const std::string& path, const std::string& who, const std::string& body = "",
                    std::multimap<std::string, std::string> query = {}) {
-    ApiRequest r{method, path, std::move(query), who.empty() ? "" : "Munge as-" + who, body};
+    ApiRequest r{method, path, std::move(query), who.empty() ? "" : "Munge as-" + who, body, "127.0.0.1"};
     return api->handle(r);
   }
 
@@ -109,6 +119,7 @@ class BridgeApiTest : public ::testing::Test {
   FakeMunge munge;
   FakeSlurm slurm;
   BridgeMetrics metrics;
+  FakeWorkDirs work_dirs;
   Authenticator auth{{"", true, {"root"}}, &munge, &users};
   std::unique_ptr<BridgeApi> api;
 };
@@ -131,7 +142,7 @@ TEST_F(BridgeApiTest, EverythingUnderApiNeedsCredentials) {
     EXPECT_EQ(r.status, 401) << path;
     EXPECT_NE(r.body.find("Authorization: Bearer"), std::string::npos);
   }
-  ApiRequest bad{"GET", "/api/v1/workloads", {}, "Munge forged", ""};
+  ApiRequest bad{"GET", "/api/v1/workloads", {}, "Munge forged", "", ""};
   EXPECT_EQ(api->handle(bad).status, 401);
 }
 
@@ -146,16 +157,26 @@ TEST_F(BridgeApiTest, CreateSubmitsAsTheUserWithSbatchStyleOptions) {
   EXPECT_EQ(s.nodes, 2);
   EXPECT_EQ(s.gpus_per_node, 4);
   EXPECT_EQ(s.script, "#!/bin/bash\nexec srun --kill-on-bad-exit=1 'python' 'train.py'\n");
-  EXPECT_EQ(s.std_out, "/work/dir/safe-bridge-train-%j.out");
+  EXPECT_EQ(s.work_dir, "/home/alice/safe-bridge");
+  EXPECT_EQ(s.std_out, "/home/alice/safe-bridge/safe-bridge-train-%j.out");
   EXPECT_EQ(s.spank_env, (std::vector<std::string>{"_SLURM_SPANK_OPTION_safe_safe_workspace=ml",
                                                     "_SLURM_SPANK_OPTION_safe_safe_retries=2",
                                                     "_SLURM_SPANK_OPTION_safe_safe_ckpt_dir=/ckpt/r1"}));
   auto has = [&](const std::string& e) { return std::find(s.environment.begin(), s.environment.end(), e) != s.environment.end(); };
   EXPECT_TRUE(has("LR=0.1"));
   EXPECT_TRUE(has("USER=alice"));
+  EXPECT_TRUE(has("HOME=/home/alice")) << "the user's own home, never a directory shared by all workloads";
   EXPECT_TRUE(has("SLURM_SPANK__SLURM_SPANK_OPTION_safe_safe_workspace=ml"));
   EXPECT_EQ(s.comment, R"(safe-bridge:{"labels":{"team":"llm"}})");
   EXPECT_EQ(r.headers.at(0), (std::pair<std::string, std::string>{"Location", "/api/v1/workloads/slurm-100"}));
+}
+
+TEST_F(BridgeApiTest, AWorkloadIsNotSubmittedWhenItsUsersWorkingDirectoryIsUnfit) {
+  work_dirs.refuse = "alice";
+  auto r = call("POST", "/api/v1/workloads", "alice", kSpec);
+  EXPECT_EQ(r.status, 422);
+  EXPECT_NE(r.body.find("belongs to another user"), std::string::npos) << r.body;
+  EXPECT_TRUE(slurm.submitted.empty());
 }
 
 TEST_F(BridgeApiTest, WorkspacePolicyRefusesWithTheCliMessage) {
@@ -222,6 +243,19 @@ TEST_F(BridgeApiTest, StopAndDeleteCancel) {
   EXPECT_NE(call("GET", "/api/v1/workloads", "alice").body.find(R"("total":0)"), std::string::npos);
 }
 
+// A deleted workload is hidden while Slurm still shows its job, and forgotten once Slurm has: the
+// set never grows past the jobs Slurm holds, and a later job with the same id (a reused id) shows.
+TEST_F(BridgeApiTest, ADeletedWorkloadIsForgottenOnceSlurmForgetsItsJob) {
+  std::string id = created_id(call("POST", "/api/v1/workloads", "alice", kSpec));
+  SlurmJob job = slurm.job_list.back();
+  EXPECT_EQ(call("DELETE", "/api/v1/workloads/" + id, "alice").status, 200);
+  EXPECT_EQ(call("GET", "/api/v1/workloads/" + id, "alice").status, 404);
+  slurm.job_list.clear();  // past MinJobAge
+  EXPECT_NE(call("GET", "/api/v1/workloads", "alice").body.find(R"("total":0)"), std::string::npos);
+  slurm.job_list.push_back(job);  // the id, used again
+  EXPECT_EQ(call("GET", "/api/v1/workloads/" + id, "alice").status, 200);
+}
+
 TEST_F(BridgeApiTest, ListFiltersAndPages) {
   for (int i = 0; i < 5; ++i) call("POST", "/api/v1/workloads", "alice", R"({"name":"w)" + std::to_string(i) + R"(","script":"x"})");
   slurm.job_list[1].state = "RUNNING";
@@ -277,7 +311,7 @@ TEST_F(BridgeApiTest, EventsWorkspacesNodes) {
 class FakeHistory : public ControllerHistory {
  public:
   std::optional<std::string> document;
-  std::optional<std::string> job_history(std::uint32_t) override { return document; }
+  std::optional<std::string> job_history(std::uint32_t, long long) override { return document; }
 };
 
 TEST_F(BridgeApiTest, EventsIncludeSafedHistoryWhenItAnswers) {

@@ -5,8 +5,8 @@
 
 #include <map>
 
-#include "kube-bridge/authenticator.hpp"
-#include "kube-bridge/base64.hpp"
+#include "common/authenticator.hpp"
+#include "common/base64.hpp"
 #include "tests/unit/fake_user_directory.hpp"
 
 namespace safe::bridge {
@@ -41,7 +41,7 @@ constexpr std::time_t kNow = 1'800'000'000;
 
 class FakeUsers : public FakeUserDirectory {
  public:
-  FakeUsers() : FakeUserDirectory({{"alice", {"alice", 1001, 1001, {"ml"}}}, {"root", {"root", 0, 0, {}}}}) {}
+  FakeUsers() : FakeUserDirectory({{"alice", {"alice", 1001, 1001, {"ml"}, "/home/alice"}}, {"root", {"root", 0, 0, {}, "/root"}}}) {}
 };
 
 class FakeMunge : public MungeDecoder {

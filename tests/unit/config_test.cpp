@@ -38,6 +38,9 @@ const ErrorCase kErrorCases[] = {
     {"top_level_not_mapping", "- a\n- b\n", 1, 1, "top level must be a mapping"},
     {"unknown_section", "helth:\n  backend: sim\n", 1, 1, "unknown key 'helth' (did you mean 'health'?)"},
     {"unknown_key_suggests", "health:\n  intervl_s: 30\n", 2, 3, "did you mean 'interval_s'"},
+    {"moved_key_says_where", "kube_bridge:\n  admins: [root]\n", 2, 11,
+     "kube_bridge.admins has moved to auth.admins; move the setting there"},
+    {"work_dir_must_be_absolute", "kube_bridge:\n  slurm_work_dir: work\n", 2, 19, "slurm_work_dir"},
     {"unknown_key_lists_allowed", "checkpoint:\n  zzzzzzzzzz: 1\n", 2, 3, "allowed: complete_marker, grace_s, signal"},
     {"duplicate_key", "health:\n  interval_s: 30\n  interval_s: 40\n", 3, 3, "duplicate key 'interval_s'"},
     {"int_wrong_type", "health:\n  interval_s: soon\n", 2, 15, "health.interval_s: expects an integer 5..86400, got 'soon'"},
@@ -153,10 +156,10 @@ const ValidCase kValidCases[] = {
        EXPECT_EQ(c.health.backend, GpuBackendKind::sim);
        EXPECT_EQ(c.health.interval_s, 5);
      }},
-    {"empty_lists", "failover:\n  infra_exit_codes: []\nkube_bridge:\n  admins: []\n",
+    {"empty_lists", "failover:\n  infra_exit_codes: []\nauth:\n  admins: []\n",
      [](const SafeConfig& c) {
        EXPECT_TRUE(c.failover.infra_exit_codes.empty());
-       EXPECT_TRUE(c.kube_bridge.admins.empty());
+       EXPECT_TRUE(c.auth.admins.empty());
      }},
     {"signal_forms", "checkpoint:\n  signal: SIGUSR2\n",
      [](const SafeConfig& c) { EXPECT_EQ(c.checkpoint.signal, "SIGUSR2"); }},

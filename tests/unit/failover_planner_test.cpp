@@ -18,6 +18,9 @@ using testing::FakeSlurm;
 
 constexpr const char* kMeta = "safe: ws=ml retries=0/3 health=standard sig=USR1@30 hang=0 gpus=2 ckpt=/ck/1";
 
+// The records of these stories carry no sub= (as before SaFE wrote it): their key is the id alone.
+JobKey key(std::uint32_t id) { return {id, 0}; }
+
 class PlannerTest : public ::testing::Test {
  protected:
   PlannerTest() : store(":memory:") {
@@ -29,7 +32,13 @@ class PlannerTest : public ::testing::Test {
     }
     config.failover.backoff_initial_s = 10;
     config.failover.rate_limit_per_minute = 100;
+    make_planner();
+  }
+
+  // A planner on the stories' clock (a restart of safed makes a new one).
+  void make_planner() {
     planner = std::make_unique<FailoverPlanner>(config, slurm, store, files);
+    planner->set_wall_clock_ns([this] { return now * 1000000000LL + 500000000LL; });
   }
 
   SlurmJob& add_job(std::uint32_t id, const std::string& nodes, const std::string& meta = kMeta) {
@@ -83,6 +92,7 @@ class PlannerTest : public ::testing::Test {
     j->state = SlurmJobState::pending;
     j->restart_cnt++;
     j->start_time = now + 120;
+    j->submit_time = now;
     j->nodes.clear();
   }
   void start_again(std::uint32_t id, const std::string& nodes) {
@@ -128,6 +138,38 @@ TEST_F(PlannerTest, SafeDrainUnderRunningJobSignalsWaitsForCheckpointThenRequeue
   EXPECT_EQ(1, planner->counters().failovers_by_class.at("node_fault"));
 }
 
+// Whether the prolog is refusing the run is read off the pass; an answer that arrives a pass later
+// (a busy host) must still count, or the failover would wait for ever.
+TEST_F(PlannerTest, ARunOnADrainedNodeFailsOverWhenItsPrologAnswerComesAPassLate) {
+  files.late_reads = true;
+  add_job(7, "n[1-2]");
+  files.now = now;
+  pass();
+  drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
+  for (int i = 0; i < 3; ++i) {
+    ++now;
+    files.now = now;
+    pass();
+  }
+  EXPECT_EQ(1, slurm.count("signal 7 " + std::to_string(SIGUSR1)));
+}
+
+// A periodic checkpoint the job finished in the same second as the checkpoint signal, but before
+// it, is not the checkpoint the signal asked for: the failover waits for a newer one.
+TEST_F(PlannerTest, ACheckpointFromJustBeforeTheSignalIsNotTheOneItAskedFor) {
+  add_job(7, "n[1-2]");
+  pass();
+  drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
+  files.checkpoints["/ck/1"] = now + 1;  // in the second the signal goes out, before it (the clock: +0.5 s)
+  run_for(1);
+  ASSERT_EQ(1, slurm.count("signal 7"));
+  run_for(3);
+  EXPECT_EQ(0, slurm.count("requeue 7")) << "requeued on a checkpoint older than the signal";
+  files.checkpoints["/ck/1"] = now;  // the one the signal asked for
+  run_for(1);
+  EXPECT_EQ(1, slurm.count("requeue 7"));
+}
+
 TEST_F(PlannerTest, GraceOverWithoutCheckpointStillRequeues) {
   add_job(7, "n[1-2]");
   pass();
@@ -153,9 +195,9 @@ TEST_F(PlannerTest, UserErrorIsRecordedNotRequeued) {
   run_for(3);
   EXPECT_EQ(0, slurm.count("requeue"));
   EXPECT_EQ("", last_update()) << "Slurm refuses changes to ended jobs: nothing sent";
-  EXPECT_NE(std::string::npos, store.job(7)->last_evidence.find("exit code 1, no node fault seen (not retried"));
-  EXPECT_EQ("failed", store.job(7)->state);
-  EXPECT_EQ("user_error", store.attempts(7).back().failure_class);
+  EXPECT_NE(std::string::npos, store.job(key(7))->last_evidence.find("exit code 1, no node fault seen (not retried"));
+  EXPECT_EQ("failed", store.job(key(7))->state);
+  EXPECT_EQ("user_error", store.attempts(key(7)).back().failure_class);
 }
 
 TEST_F(PlannerTest, FailedAfterNodeFaultDuringTheJobIsRequeuedExcludingIt) {
@@ -177,8 +219,8 @@ TEST_F(PlannerTest, TimeoutAndCancelAreNotRequeued) {
   end_job(8, SlurmJobState::cancelled);
   run_for(3);
   EXPECT_EQ(0, slurm.count("requeue"));
-  EXPECT_EQ("timeout", store.job(7)->last_class);
-  EXPECT_EQ("cancelled", store.job(8)->last_class);
+  EXPECT_EQ("timeout", store.job(key(7))->last_class);
+  EXPECT_EQ("cancelled", store.job(key(8))->last_class);
 }
 
 TEST_F(PlannerTest, InfraExitCodeRetriedUntilRetriesAreUsedUp) {
@@ -193,8 +235,8 @@ TEST_F(PlannerTest, InfraExitCodeRetriedUntilRetriesAreUsedUp) {
   end_job(7, SlurmJobState::failed, 75);
   run_for(20);
   EXPECT_EQ(1, slurm.count("requeue 7"));
-  EXPECT_NE(std::string::npos, store.job(7)->last_evidence.find("retries exhausted (1/1)"));
-  EXPECT_EQ("failed", store.job(7)->state);
+  EXPECT_NE(std::string::npos, store.job(key(7))->last_evidence.find("retries exhausted (1/1)"));
+  EXPECT_EQ("failed", store.job(key(7))->state);
 }
 
 TEST_F(PlannerTest, NodeDeathRequeuedBySlurmStartsAtOnceAwayFromIt) {
@@ -228,10 +270,10 @@ TEST_F(PlannerTest, PrologRefusalCostsNoRetryAndStartsTheJobAtOnceAwayFromTheNod
       << "not held although the job has no retries: the refused run never started";
   start_again(7, "n2");
   run_for(2);
-  EXPECT_EQ(0, store.job(7)->retries_used);
-  EXPECT_EQ("PROLOG_REFUSED", store.attempts(7).at(0).end_state);
-  EXPECT_EQ("node_fault", store.attempts(7).at(0).failure_class);
-  EXPECT_FALSE(store.failover(7, 0)->uses_retry);
+  EXPECT_EQ(0, store.job(key(7))->retries_used);
+  EXPECT_EQ("PROLOG_REFUSED", store.attempts(key(7)).at(0).end_state);
+  EXPECT_EQ("node_fault", store.attempts(key(7)).at(0).failure_class);
+  EXPECT_FALSE(store.failover(key(7), 0)->uses_retry);
   EXPECT_EQ(1u, planner->counters().mttr_samples.size());
 }
 
@@ -283,7 +325,7 @@ TEST_F(PlannerTest, NodeDeathWithRetriesUsedUpHoldsWhatSlurmRequeued) {
   run_for(2);
   EXPECT_NE(std::string::npos, last_update().find("update 7 hold comment="));
   EXPECT_NE(std::string::npos, last_update().find("retries exhausted (2/2)"));
-  EXPECT_EQ("held", store.job(7)->state);
+  EXPECT_EQ("held", store.job(key(7))->state);
   EXPECT_EQ(0, slurm.count("update 7 exc"));
 }
 
@@ -291,7 +333,7 @@ TEST_F(PlannerTest, NodeAlreadyDownAtStartIsNotCountedAgainOnEveryRestart) {
   config.failover.lemon_faults = 2;
   slurm.node("n5")->down = true;  // no reason time: e.g. never registered
   for (int restart = 0; restart < 3; ++restart) {
-    planner = std::make_unique<FailoverPlanner>(config, slurm, store, files);
+    make_planner();
     run_for(1);
   }
   EXPECT_EQ(0, slurm.count("drain n5"));
@@ -313,7 +355,7 @@ TEST_F(PlannerTest, RestartDuringFailoverRequeuesExactlyOnce) {
   slurm.crash_after_requeue = true;
   EXPECT_THROW(run_for(1), std::runtime_error);  // safed dies right after Slurm requeued the job
   slurm.crash_after_requeue = false;
-  planner = std::make_unique<FailoverPlanner>(config, slurm, store, files);  // restart: memory lost
+  make_planner();  // restart: memory lost
   run_for(3);
   EXPECT_EQ(1, slurm.count("requeue 7"));
   EXPECT_NE(std::string::npos, last_update().find("exc=n2,n1 start=now"));
@@ -325,7 +367,7 @@ TEST_F(PlannerTest, RestartBeforeRequeueRequeuesOnce) {
   pass();
   drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
   run_for(1);  // signalled
-  planner = std::make_unique<FailoverPlanner>(config, slurm, store, files);
+  make_planner();
   files.checkpoints["/ck/1"] = now + 1;
   run_for(3);
   EXPECT_EQ(1, slurm.count("signal"));
@@ -409,17 +451,17 @@ TEST_F(PlannerTest, HealthCheckerRedrainOfAQuarantinedNodeKeepsTheQuarantine) {
 TEST_F(PlannerTest, HangWithoutOutputGrowthIsRequeuedAsInfraTransient) {
   add_job(7, "n[1-2]", "safe: retries=0/2 health=standard sig=USR1@5 hang=60 gpus=2");
   slurm.job(7)->std_out = "/out/%j.log";
-  files.files["/out/7.log"] = {true, 100, 0};
+  files.files["/out/7.log"] = {100, 0};
   pass();
   run_for(30);
-  files.files["/out/7.log"] = {true, 200, 0};  // progress
+  files.files["/out/7.log"] = {200, 0};  // progress
   run_for(40);
   EXPECT_EQ(0, slurm.count("signal"));
   run_for(25);
   EXPECT_EQ(1, slurm.count("signal 7"));
   run_for(6);
   EXPECT_EQ(1, slurm.count("requeue 7"));
-  EXPECT_EQ("infra_transient", store.job(7)->last_class);
+  EXPECT_EQ("infra_transient", store.job(key(7))->last_class);
 }
 
 // A node that died under a hung job but that Slurm has not yet set DOWN: requeueing now would
@@ -431,7 +473,7 @@ class SilentNodeTest : public PlannerTest {
   void hang_until_requeue_is_due() {
     add_job(7, "n[1-2]", "safe: retries=0/2 health=standard sig=USR1@5 hang=20 gpus=2");
     slurm.job(7)->std_out = "/out/%j.log";
-    files.files["/out/7.log"] = {true, 100, 0};
+    files.files["/out/7.log"] = {100, 0};
     pass();
     run_for(21);
     ASSERT_EQ(1, slurm.count("signal 7"));
@@ -448,16 +490,16 @@ class SilentNodeTest : public PlannerTest {
     run_for(1);
     expect_one_failover_away_from_n2();
     EXPECT_EQ(1, slurm.count("down n2")) << "downed once";
-    EXPECT_EQ("node_fault", store.job(7)->last_class);
+    EXPECT_EQ("node_fault", store.job(key(7))->last_class);
   }
   // Job 7 is requeued once, then kept off n2 as a node fault.
   void expect_one_failover_away_from_n2() {
     EXPECT_EQ(1, slurm.count("requeue 7"));
     run_for(1);
     EXPECT_NE(std::string::npos, last_update().find("exc=n2,n1")) << last_update();
-    ASSERT_EQ(1u, store.failovers(7).size());
-    EXPECT_EQ("node_fault", store.failovers(7)[0].failure_class);
-    EXPECT_EQ("n2", store.failovers(7)[0].bad_nodes);
+    ASSERT_EQ(1u, store.failovers(key(7)).size());
+    EXPECT_EQ("node_fault", store.failovers(key(7))[0].failure_class);
+    EXPECT_EQ("n2", store.failovers(key(7))[0].bad_nodes);
   }
 };
 
@@ -485,7 +527,7 @@ TEST_F(SilentNodeTest, ANotRespondingFlagSlurmClearsOnlyDelaysTheRequeue) {
   run_for(2);
   EXPECT_EQ(1, slurm.count("requeue 7"));
   EXPECT_EQ(0, slurm.count("down n2"));
-  EXPECT_EQ("infra_transient", store.failovers(7)[0].failure_class) << "a hang, no node at fault";
+  EXPECT_EQ("infra_transient", store.failovers(key(7))[0].failure_class) << "a hang, no node at fault";
 }
 
 TEST_F(SilentNodeTest, HangOnANodeTheProbesFoundSilentDownsItBeforeTheRequeue) {
@@ -508,11 +550,13 @@ TEST_F(SilentNodeTest, SafeDrainFailoverWaitsForANodeAlreadyDownToBeReleased) {
   run_for(1);
   EXPECT_EQ(1, slurm.count("requeue 7"));
   run_for(1);
-  EXPECT_EQ("n1,n2", store.failovers(7).at(0).bad_nodes) << "the node Slurm downed is excluded too";
+  EXPECT_EQ("n1,n2", store.failovers(key(7)).at(0).bad_nodes) << "the node Slurm downed is excluded too";
   EXPECT_NE(std::string::npos, last_update().find("exc=n1,n2")) << last_update();
 }
 
-TEST_F(PlannerTest, AStepThatCannotLaunchRightAfterAFailoverIsNotAUserError) {
+// The job's output is the user's to write: printing what srun prints when Slurm cannot set up a
+// step earns no retry the config does not give, even right after a failover. The words are shown.
+TEST_F(PlannerTest, AJobPrintingSlurmsStepErrorAfterAFailoverIsStillItsOwnFailure) {
   add_job(7, "n[1-2]");
   slurm.job(7)->std_out = "/out/%j.log";
   pass();
@@ -524,10 +568,11 @@ TEST_F(PlannerTest, AStepThatCannotLaunchRightAfterAFailoverIsNotAUserError) {
   std::string error = "srun: error: Unable to create step for job 7: Invalid generic resource (gres) specification";
   files.contents["/out/7.log"] = "step 100\n" + error + "\n";
   end_job(7, SlurmJobState::failed, 1);
-  run_for(12);  // past the backoff of a second failover
-  EXPECT_EQ(2, slurm.count("requeue 7"));
-  EXPECT_EQ("infra_transient", store.job(7)->last_class);
-  EXPECT_NE(std::string::npos, store.job(7)->last_evidence.find(error)) << store.job(7)->last_evidence;
+  run_for(12);  // past the backoff a second failover would have
+  EXPECT_EQ(1, slurm.count("requeue 7"));
+  EXPECT_EQ("user_error", store.job(key(7))->last_class);
+  EXPECT_NE(std::string::npos, store.job(key(7))->last_evidence.find("the job's output says: " + error))
+      << store.job(key(7))->last_evidence;
 }
 
 TEST_F(PlannerTest, AStepThatCannotLaunchInAFirstAttemptIsTheUsersError) {
@@ -538,7 +583,7 @@ TEST_F(PlannerTest, AStepThatCannotLaunchInAFirstAttemptIsTheUsersError) {
   end_job(7, SlurmJobState::failed, 1);
   run_for(2);
   EXPECT_EQ(0, slurm.count("requeue 7"));
-  EXPECT_EQ("user_error", store.job(7)->last_class);
+  EXPECT_EQ("user_error", store.job(key(7))->last_class);
 }
 
 TEST_F(PlannerTest, NonSafeJobsAreIgnored) {
@@ -557,7 +602,7 @@ TEST_F(PlannerTest, EpilogEvidenceMakesAFailureANodeFault) {
   end_job(7, SlurmJobState::failed, 1);
   run_for(2);
   EXPECT_EQ(1, slurm.count("requeue 7"));
-  EXPECT_EQ("node_fault", store.job(7)->last_class);
+  EXPECT_EQ("node_fault", store.job(key(7))->last_class);
 }
 
 TEST(LostWork, IsTheRunAfterTheNewestCheckpoint) {
@@ -576,8 +621,8 @@ TEST_F(PlannerTest, EttrLeavesOutTheWorkAFailedAttemptDidAfterItsCheckpoint) {
   now = 1030;
   end_job(7, SlurmJobState::node_fail);  // 80 s run, the last 20 s after the checkpoint
   pass();
-  EXPECT_EQ(80, store.job(7)->run_seconds);
-  EXPECT_EQ(20, store.job(7)->lost_seconds);
+  EXPECT_EQ(80, store.job(key(7))->run_seconds);
+  EXPECT_EQ(20, store.job(key(7))->lost_seconds);
   // Restarted at 1040 from the checkpoint; at 1100 the workspace has 60 s + 60 s productive of
   // 200 s since submission.
   now = 1040;
@@ -600,10 +645,10 @@ TEST_F(PlannerTest, EttrOfAFailoverOnTheCheckpointSignalCountsTheRunUpToTheReque
   files.checkpoints["/ck/1"] = now;  // the checkpoint the signal asked for, at 1002
   run_for(1);  // requeued at 1003
   ASSERT_EQ(1, slurm.count("requeue 7"));
-  EXPECT_EQ(1003 - 950, store.job(7)->run_seconds);
-  EXPECT_EQ(1, store.job(7)->lost_seconds) << "only the second after the signal's checkpoint";
+  EXPECT_EQ(1003 - 950, store.job(key(7))->run_seconds);
+  EXPECT_EQ(1, store.job(key(7))->lost_seconds) << "only the second after the signal's checkpoint";
   run_for(3);
-  EXPECT_EQ(1, store.job(7)->lost_seconds) << "counted once";
+  EXPECT_EQ(1, store.job(key(7))->lost_seconds) << "counted once";
 }
 
 TEST_F(PlannerTest, EttrWithoutCheckpointsCountsAFailedAttemptAsLost) {
@@ -612,17 +657,206 @@ TEST_F(PlannerTest, EttrWithoutCheckpointsCountsAFailedAttemptAsLost) {
   now = 1050;
   end_job(7, SlurmJobState::failed, 1);
   pass();
-  EXPECT_EQ(100, store.job(7)->run_seconds);
-  EXPECT_EQ(100, store.job(7)->lost_seconds);
+  EXPECT_EQ(100, store.job(key(7))->run_seconds);
+  EXPECT_EQ(100, store.job(key(7))->lost_seconds);
+}
+
+// Slurm gave a new job the id of an old one (its state was lost, or MaxJobId wrapped): the new
+// job starts with nothing of the old one's attempts, retries or failovers.
+TEST_F(PlannerTest, AReusedJobIdIsANewJob) {
+  add_job(7, "n[1-2]", "safe: ws=ml retries=0/1 health=standard sig=USR1@30 hang=0 gpus=2 sub=900");
+  pass();
+  end_job(7, SlurmJobState::node_fail);
+  run_for(2);
+  ASSERT_EQ(1, slurm.count("requeue 7"));
+  start_again(7, "n[3-4]");
+  run_for(1);
+  end_job(7, SlurmJobState::complete);
+  run_for(1);
+  slurm.jobs.clear();  // purged after MinJobAge
+  run_for(1);
+  SlurmJob& reused = add_job(7, "n[5-6]", "safe: ws=ml retries=0/1 health=standard sig=USR1@30 hang=0 gpus=2 sub=5000");
+  reused.submit_time = 5000;
+  run_for(1);
+  end_job(7, SlurmJobState::node_fail);
+  run_for(2);
+  EXPECT_EQ(2, slurm.count("requeue 7")) << "the old job's used retry is not the new job's";
+  JobKey fresh{7, 5000};
+  ASSERT_TRUE(store.job(fresh).has_value());
+  EXPECT_EQ(1, store.job(fresh)->retries_used);
+  EXPECT_EQ(1u, store.failovers(fresh).size());
+  EXPECT_EQ(2u, store.attempts({7, 900}).size()) << "the old job's history is kept apart";
+}
+
+// Slurm moves a job's SubmitTime at every requeue: the job is still the same one.
+TEST_F(PlannerTest, ARequeueThatMovesSlurmsSubmitTimeKeepsTheJob) {
+  add_job(7, "n[1-2]", "safe: ws=ml retries=0/2 health=standard sig=USR1@30 hang=0 gpus=2 sub=900 ckpt=/ck/1");
+  pass();
+  end_job(7, SlurmJobState::node_fail);
+  run_for(1);
+  ASSERT_EQ(1, slurm.count("requeue 7"));
+  slurm.job(7)->submit_time = now;  // as slurmctld's requeue does
+  run_for(1);
+  start_again(7, "n[3-4]");
+  run_for(1);
+  JobKey k{7, 900};
+  EXPECT_EQ(1u, store.failovers(k).size());
+  EXPECT_EQ("done", to_string(store.failovers(k)[0].phase)) << "not given up as a job that left Slurm";
+  EXPECT_GT(store.failovers(k)[0].running_again_time, 0);
+}
+
+// Reads of job files that have not answered yet (a slow file system) hold the classification
+// back; nothing is decided on a partial view of the evidence.
+TEST_F(PlannerTest, AFailureIsClassifiedOnlyOnceItsEvidenceIsRead) {
+  add_job(7, "n[1-2]");
+  pass();
+  files.evidence_by_job[7] = {{"n1", "epilog", "gpu_ecc uncorrectable ECC=4 on gpu0"}};
+  files.pending = true;
+  end_job(7, SlurmJobState::failed, 1);
+  run_for(5);
+  EXPECT_TRUE(store.attempts(key(7)).back().end_state.empty()) << "not classified while reads are pending";
+  EXPECT_EQ(0, slurm.count("requeue"));
+  files.pending = false;
+  run_for(2);
+  EXPECT_EQ("node_fault", store.job(key(7))->last_class) << "the evidence read late still counts";
+  EXPECT_EQ(1, slurm.count("requeue 7"));
+  ASSERT_FALSE(files.forgotten.empty());
+  EXPECT_EQ("7 n[1-2]", files.forgotten.front()) << "the classified attempt's evidence is deleted";
+}
+
+// An output safed cannot read (/dev/null, a file system the controller does not mount, another
+// user's file) and no heartbeat is no progress signal: never "hung".
+TEST_F(PlannerTest, AJobWhoseOutputSafedCannotReadIsNeverHung) {
+  add_job(7, "n[1-2]", "safe: retries=0/2 health=standard sig=USR1@5 hang=20 gpus=2");
+  slurm.job(7)->std_out = "/dev/null";  // not in `files`: unknown, as AsyncJobFiles answers for it
+  pass();
+  run_for(60);
+  EXPECT_EQ(0, slurm.count("signal"));
+  EXPECT_EQ(0, slurm.count("requeue"));
+  // Once there is a signal (a heartbeat appears), the hang clock runs.
+  files.files["/ck/2/.safe-heartbeat"] = {0, now};
+  slurm.job(7)->admin_comment = "safe: retries=0/2 health=standard sig=USR1@5 hang=20 gpus=2 ckpt=/ck/2";
+  run_for(25);
+  EXPECT_EQ(1, slurm.count("signal 7"));
+}
+
+// %u, %N and the rest name the file the job writes: a growing file under its real name is
+// progress, not a hang.
+TEST_F(PlannerTest, HangDetectionWatchesTheFileSlurmstepdNamesFromThePattern) {
+  planner->set_user_names([](std::uint32_t uid) { return uid == 1000 ? std::string("alice") : std::to_string(uid); });
+  SlurmJob& j = add_job(7, "n[1-2]", "safe: retries=0/2 health=standard sig=USR1@5 hang=20 gpus=2");
+  j.user_id = 1000;
+  j.std_out = "/home/%u/o-%x-%N.%3j";
+  j.batch_host = "n1";
+  slurm.node("n1")->hostname = "gpu-a.example.org";
+  pass();
+  for (int i = 0; i < 60; ++i) {
+    files.files["/home/alice/o-train-gpu-a.007"] = {100 + i, now};
+    run_for(1);
+  }
+  EXPECT_EQ(0, slurm.count("signal")) << ::testing::PrintToString(files.read_paths.back());
+}
+
+// One tenant's jobs that keep exiting with an infrastructure code use up that tenant's share of
+// the rate limit only: another's node fault fails over at once.
+TEST_F(PlannerTest, ATenantsFailoverFloodNeverDelaysAnotherTenantsNodeFault) {
+  planner->set_config([&] {
+    SafeConfig c = config;
+    c.failover.rate_limit_per_minute = 3;
+    return c;
+  }());
+  for (std::uint32_t id = 10; id < 16; ++id) {
+    SlurmJob& j = add_job(id, "n1", "safe: ws=noisy retries=0/3 health=standard sig=USR1@30 hang=0 gpus=1");
+    j.num_nodes = 1;
+  }
+  SlurmJob& victim = add_job(7, "n[5-6]");  // ws=ml, checkpoints in /ck/1
+  victim.user_id = 2000;
+  pass();
+  for (std::uint32_t id = 10; id < 16; ++id) end_job(id, SlurmJobState::failed, 75);
+  run_for(2);
+  EXPECT_EQ(3, slurm.count("requeue 1")) << "the noisy workspace gets the limit of 3 to itself";
+  drain("n5", "SaFE: gpu0 uncorrectable ECC=2");
+  files.checkpoints["/ck/1"] = now + 2;  // written right after the signal
+  run_for(2);
+  EXPECT_EQ(1, slurm.count("requeue 7")) << "a node fault waits for nobody's exit codes";
+}
+
+// A job that named its nodes (-w) and lost one of them: Slurm would keep it pending for ever on
+// a node it cannot use, so the failed node leaves the required list and the others stay.
+TEST_F(PlannerTest, AFailedRequiredNodeIsDroppedFromTheJobsRequiredList) {
+  SlurmJob& j = add_job(7, "n[1-2]");
+  j.req_nodes = "n[1-2]";
+  pass();
+  drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
+  run_for(1);
+  files.checkpoints["/ck/1"] = now + 1;
+  run_for(2);
+  ASSERT_EQ(1, slurm.count("requeue 7"));
+  run_for(1);
+  std::string update = last_update();
+  EXPECT_NE(std::string::npos, update.find("req=n1 ")) << update;
+  EXPECT_NE(std::string::npos, update.find("exc=n2 ")) << "n1 is required: never excluded, even as just left; " << update;
+  EXPECT_NE(std::string::npos, update.find("n2 dropped from the required nodes")) << update;
+}
+
+// A pass that throws half way (here a file read) leaves nothing half-recorded: safed starts a new
+// planner from the store, as after a crash, and the job is failed over exactly once.
+class ThrowingFiles : public testing::FakeFiles {
+ public:
+  int throws = 0;
+  Observed<std::vector<NodeFault>> epilog_evidence(std::uint32_t id, const std::vector<std::string>& nodes,
+                                                   long long start, long long since) override {
+    if (throws > 0) {
+      --throws;
+      throw std::runtime_error("disk I/O error");
+    }
+    return FakeFiles::epilog_evidence(id, nodes, start, since);
+  }
+};
+
+TEST(PlannerCrash, APassThatFailsIsRolledBackAndTheNextPlannerFailsOverOnce) {
+  testing::FakeSlurm slurm;
+  for (int i = 1; i <= 4; ++i) {
+    SlurmNode n;
+    n.name = "n" + std::to_string(i);
+    slurm.nodes.push_back(n);
+  }
+  ThrowingFiles files;
+  StateStore store(":memory:");
+  SafeConfig config;
+  SlurmJob j;
+  j.id = 7;
+  j.name = "train";
+  j.state = SlurmJobState::running;
+  j.nodes = "n[1-2]";
+  j.num_nodes = 2;
+  j.admin_comment = "safe: ws=ml retries=0/3 health=standard sig=USR1@30 hang=0 gpus=2";
+  j.submit_time = 900;
+  j.start_time = 950;
+  slurm.jobs.push_back(j);
+  long long now = 1000;
+  auto planner = std::make_unique<FailoverPlanner>(config, slurm, store, files);
+  planner->reconcile(slurm.jobs, slurm.nodes, now);
+  slurm.jobs[0].state = SlurmJobState::node_fail;
+  slurm.jobs[0].end_time = ++now;
+  files.throws = 1;
+  EXPECT_THROW(planner->reconcile(slurm.jobs, slurm.nodes, now), std::runtime_error);
+  planner = std::make_unique<FailoverPlanner>(config, slurm, store, files);  // what safed does
+  for (int i = 0; i < 3; ++i) {
+    slurm.now = ++now;
+    planner->reconcile(slurm.jobs, slurm.nodes, now);
+  }
+  EXPECT_EQ(1, slurm.count("requeue 7"));
+  EXPECT_EQ(1u, store.failovers({7, 0}).size());
 }
 
 TEST(StateStore, KeepsFailoversFaultsAndQuarantines) {
   StateStore s(":memory:");
-  s.put_failover({7, 0, "node_fault", "n2 ECC", "n2", FailoverPhase::signalled, 10, 11, 0, 0, 0, "ml", 16});
-  s.put_failover({8, 1, "infra_transient", "exit 75", "", FailoverPhase::done, 10, 0, 12, 20, 0, "ml", 8});
+  s.put_failover({7, 0, 0, "node_fault", "n2 ECC", "n2", FailoverPhase::signalled, 10, 11, 0, 0, 0, "ml", 16});
+  s.put_failover({8, 0, 1, "infra_transient", "exit 75", "", FailoverPhase::done, 10, 0, 12, 20, 0, "ml", 8});
   ASSERT_EQ(1u, s.open_failovers().size());
   EXPECT_EQ(FailoverPhase::signalled, s.open_failovers()[0].phase);
-  EXPECT_EQ(20, s.failover(8, 1)->running_again_time);
+  EXPECT_EQ(20, s.failover(key(8), 1)->running_again_time);
   EXPECT_TRUE(s.add_node_fault({"n2", 5, "safe_drain", "SaFE: x"}));
   EXPECT_FALSE(s.add_node_fault({"n2", 5, "safe_drain", "SaFE: x"})) << "same fault twice";
   EXPECT_EQ(1u, s.node_faults("n2", 0).size());
@@ -638,11 +872,11 @@ TEST(StateStore, KeepsFailoversFaultsAndQuarantines) {
   j.user_exclude = "n9";
   j.lost_seconds = 12;
   s.put_job(j);
-  EXPECT_EQ("n9", s.job(7)->user_exclude);
-  EXPECT_EQ(12, s.job(7)->lost_seconds);
+  EXPECT_EQ("n9", s.job(key(7))->user_exclude);
+  EXPECT_EQ(12, s.job(key(7))->lost_seconds);
   EXPECT_EQ(1u, s.jobs(false).size());
-  s.log_action({1, 7, "", "requeue", "", true});
-  EXPECT_EQ(1u, s.actions(7).size());
+  s.log_action({1, key(7), "", "requeue", "", true});
+  EXPECT_EQ(1u, s.actions(key(7)).size());
 }
 
 }  // namespace

@@ -34,9 +34,10 @@ JobFailure ended(JobEnd e, std::vector<NodeFault> faults = {}) {
   f.node_faults = std::move(faults);
   return f;
 }
-JobFailure step_launch_failed() {
+// A job whose output says what Slurm would say: its words are shown, never believed.
+JobFailure says_step_launch_failed() {
   JobFailure f = failed(1);
-  f.step_launch_error = "srun: error: Unable to create step for job 7: Invalid generic resource (gres) specification";
+  f.user_evidence = "srun: error: Unable to create step for job 7: Invalid generic resource (gres) specification";
   return f;
 }
 JobFailure killed(int signo) {
@@ -77,8 +78,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "n3 SaFE: gpu2 uncorrectable ECC=2 (refused by safe-prolog)", true},
         ClassCase{"RunningOnDrainedNode", ended(JobEnd::running_on_bad_node, {kEcc}), FailureClass::node_fault, "ECC", true},
         ClassCase{"InfraExitCode", failed(75), FailureClass::infra_transient, "exit code 75", true},
-        ClassCase{"StepLaunchFailedAfterFailover", step_launch_failed(), FailureClass::infra_transient,
-                  "Invalid generic resource", true},
+        ClassCase{"PrintedStepLaunchErrorIsOnlyUserEvidence", says_step_launch_failed(), FailureClass::user_error,
+                  "exit code 1, no node fault seen; the job's output says: srun: error: Unable to create step", false},
         ClassCase{"Hang", hung(), FailureClass::infra_transient, "hang: no output", true},
         ClassCase{"Timeout", ended(JobEnd::timeout), FailureClass::timeout, "TIMEOUT", false},
         ClassCase{"TimeoutEvenWithNodeFault", ended(JobEnd::timeout, {kEcc}), FailureClass::timeout, "TIMEOUT", false},

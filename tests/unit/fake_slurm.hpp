@@ -53,6 +53,8 @@ class FakeSlurm : public SlurmClient {
     return nodes;
   }
   std::optional<std::vector<SlurmLicense>> load_licenses(std::string&) override { return std::vector<SlurmLicense>{}; }
+  std::vector<SlurmPartition> partitions;
+  std::optional<std::vector<SlurmPartition>> load_partitions(std::string&) override { return partitions; }
 
   std::string requeue(std::uint32_t id) override {
     calls.push_back("requeue " + std::to_string(id));
@@ -62,6 +64,7 @@ class FakeSlurm : public SlurmClient {
     j->completing = false;
     j->restart_cnt++;
     j->start_time = now + 120;  // Slurm's requeue delay
+    j->submit_time = now;       // slurmctld moves SubmitTime at a requeue, too
     if (crash_after_requeue) throw std::runtime_error("crash");
     return "";
   }
@@ -72,6 +75,10 @@ class FakeSlurm : public SlurmClient {
     if (c.exc_nodes) {
       call += " exc=" + *c.exc_nodes;
       j->exc_nodes = *c.exc_nodes;
+    }
+    if (c.req_nodes) {
+      call += " req=" + *c.req_nodes;
+      j->req_nodes = *c.req_nodes;
     }
     if (c.start_time) {
       call += " start=" + std::string(*c.start_time <= now ? "now" : "+" + std::to_string(*c.start_time - now));
@@ -109,6 +116,7 @@ class FakeSlurm : public SlurmClient {
   std::string down_node(const std::string& name, const std::string& reason) override {
     return set_reason("down", name, reason, [](SlurmNode& n) { n.down = n.state_down = true; });
   }
+  OutputPatternDialect output_pattern_dialect() const override { return OutputPatternDialect::slurmd_fname; }
 
  private:
   template <class Change>
@@ -123,31 +131,64 @@ class FakeSlurm : public SlurmClient {
   }
 };
 
+// Files as the planner sees them through AsyncJobFiles, answered at once (or, with `pending`, not
+// yet: a slow or hung file system).
 class FakeFiles : public JobFiles {
  public:
-  std::map<std::string, FileProgress> files;
-  std::map<std::string, long long> checkpoints;  // dir -> marker time
+  std::map<std::string, FileProgress> files;     // path -> progress; missing: unknown
+  std::map<std::string, long long> checkpoints;  // dir -> marker time (seconds)
   std::map<std::uint32_t, std::vector<NodeFault>> evidence_by_job;
-  FileProgress stat_file(const std::string& path) override {
-    auto it = files.find(path);
-    return it == files.end() ? FileProgress{} : it->second;
-  }
-  long long newest_checkpoint_time(const std::string& dir, const std::string&) override {
-    auto it = checkpoints.find(dir);
-    return it == checkpoints.end() ? 0 : it->second;
-  }
-  std::vector<NodeFault> evidence(std::uint32_t id) override { return evidence_by_job[id]; }
-  std::map<std::string, std::string> contents;  // path -> text, for tail()
-  std::string tail(const std::string& path, std::size_t max_bytes) override {
-    const std::string& text = contents[path];
-    return text.size() > max_bytes ? text.substr(text.size() - max_bytes) : text;
-  }
+  std::map<std::string, std::string> contents;   // path -> text, for tail()
   std::map<std::pair<std::uint32_t, int>, NodeFault> prolog_refusals;  // (job, restart count) -> refusal
   int prolog_reads = 0;
-  std::optional<NodeFault> prolog_refusal(std::uint32_t id, int restart_count) override {
+  bool pending = false;                 // every read is still under way
+  std::vector<std::string> forgotten;   // "JOB HOSTLIST" per forget_evidence
+  std::vector<std::string> read_paths;  // every progress() path asked for
+
+  template <class T>
+  Observed<T> answer(Observed<T> value) const {
+    return pending ? Observed<T>{} : value;
+  }
+  Observed<FileProgress> progress(const std::string& path, uid_t, long long) override {
+    read_paths.push_back(path);
+    auto it = files.find(path);
+    return answer(it == files.end() ? Observed<FileProgress>::unknown("missing") : Observed<FileProgress>::known(it->second));
+  }
+  Observed<long long> newest_checkpoint_ns(const std::string& dir, const std::string&, uid_t, long long) override {
+    auto it = checkpoints.find(dir);
+    return answer(Observed<long long>::known(it == checkpoints.end() ? 0 : it->second * 1000000000LL));
+  }
+  Observed<std::vector<NodeFault>> epilog_evidence(std::uint32_t id, const std::vector<std::string>&, long long,
+                                                   long long) override {
+    return answer(Observed<std::vector<NodeFault>>::known(evidence_by_job[id]));
+  }
+  // With `late_reads`, prolog_refusal answers as DeadlineReader does on a busy host: a read asked
+  // for in one pass starts in that pass's second (`now`) and is answered in the next pass, where
+  // it counts only if it started at or after what that pass asks for.
+  bool late_reads = false;
+  long long now = 0;
+  std::map<std::pair<std::uint32_t, int>, long long> refusal_read_started;
+
+  Observed<std::optional<NodeFault>> prolog_refusal(std::uint32_t id, int restart_count, long long since) override {
+    if (pending) return {};
+    if (late_reads) {
+      auto started = refusal_read_started.find({id, restart_count});
+      if (started == refusal_read_started.end() || started->second < since) {
+        refusal_read_started[{id, restart_count}] = now;
+        return {};
+      }
+    }
     ++prolog_reads;
     auto it = prolog_refusals.find({id, restart_count});
-    return it == prolog_refusals.end() ? std::nullopt : std::optional<NodeFault>(it->second);
+    return Observed<std::optional<NodeFault>>::known(it == prolog_refusals.end() ? std::nullopt
+                                                                                 : std::optional<NodeFault>(it->second));
+  }
+  Observed<std::string> tail(const std::string& path, uid_t, std::size_t max_bytes, long long) override {
+    const std::string& text = contents[path];
+    return answer(Observed<std::string>::known(text.size() > max_bytes ? text.substr(text.size() - max_bytes) : text));
+  }
+  void forget_evidence(std::uint32_t id, const std::string& nodes) override {
+    forgotten.push_back(std::to_string(id) + " " + nodes);
   }
 };
 

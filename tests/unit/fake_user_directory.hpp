@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "kube-bridge/user_directory.hpp"
+#include "common/user_directory.hpp"
 
 namespace safe::bridge {
 

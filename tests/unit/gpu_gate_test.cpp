@@ -1,6 +1,11 @@
 // The prolog/epilog gate: GPU lists, health levels, gate decisions, evidence, stray cleanup.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 
 #include "common/sim_gpu_file.hpp"
@@ -50,6 +55,7 @@ struct GateCase {
   std::vector<int> gpus;
   HealthLevel level;
   bool pass;
+  bool drain = !pass;  // a job's strictness refuses without draining: only critical findings drain
 };
 
 class GateTest : public ::testing::TestWithParam<GateCase> {};
@@ -60,7 +66,7 @@ TEST_P(GateTest, Decides) {
   c.change(s);
   GateResult g = evaluate_gate(sim_query(s), HealthConfig{}, c.gpus, c.level);
   EXPECT_EQ(g.pass, c.pass) << c.name << (g.blocking.empty() ? "" : ": " + g.blocking.front().detail);
-  EXPECT_EQ(g.drain, !c.pass);
+  EXPECT_EQ(g.drain, c.drain);
 }
 
 const GateCase kGateCases[] = {
@@ -70,8 +76,8 @@ const GateCase kGateCases[] = {
     {"ecc_blocks", [](GpuSnapshot& s) { apply_sim_fault(s, 0, SimFault::ecc); }, {0}, HealthLevel::standard, false},
     {"off_never_blocks", [](GpuSnapshot& s) { apply_sim_fault(s, 0, SimFault::ecc); }, {0}, HealthLevel::off, true},
     {"warning_passes_standard", [](GpuSnapshot& s) { s.gpus[0].pcie_replay = 5000; }, {0}, HealthLevel::standard, true},
-    {"warning_blocks_strict", [](GpuSnapshot& s) { s.gpus[0].pcie_replay = 5000; }, {0}, HealthLevel::strict, false},
-    {"leftover_memory_blocks_strict", [](GpuSnapshot& s) { s.gpus[0].memory_used_mib = 4000; }, {0}, HealthLevel::strict, false},
+    {"warning_blocks_strict", [](GpuSnapshot& s) { s.gpus[0].pcie_replay = 5000; }, {0}, HealthLevel::strict, false, false},
+    {"leftover_memory_blocks_strict", [](GpuSnapshot& s) { s.gpus[0].memory_used_mib = 4000; }, {0}, HealthLevel::strict, false, false},
     {"leftover_memory_passes_standard", [](GpuSnapshot& s) { s.gpus[0].memory_used_mib = 4000; }, {0}, HealthLevel::standard, true},
     {"missing_gpu_blocks", [](GpuSnapshot& s) { s.gpus.pop_back(); }, {7}, HealthLevel::standard, false},
 };
@@ -141,6 +147,34 @@ TEST_F(GateRun, PrologEvidenceNamesTheRunAndIsWrittenBeforeTheDrain) {
   EXPECT_NE(read(path).find("\"action\": \"drain\""), std::string::npos) << read(path);
 }
 
+// --safe-health=strict is the user's: warnings the node's checks tolerate refuse that user's job
+// (requeued by the prolog itself, safed places it elsewhere) and never drain the shared node.
+TEST_F(GateRun, AStrictJobIsRefusedOnAWarningWithoutDrainingTheNode) {
+  o.env[kSpankHealthVar] = "strict";
+  gpus.gpus[1].pcie_replay = 5000;  // a warning
+  EXPECT_EQ(run_prolog(o, runner, slurm, log), 0) << "a failed prolog would make Slurm drain the node";
+  EXPECT_EQ(slurm.count("drain"), 0);
+  EXPECT_EQ(slurm.calls, (std::vector<std::string>{"requeue:41"}));
+  std::string evidence = read(o.config.health.state_dir + "/evidence/41.prolog.json");
+  EXPECT_NE(evidence.find("\"action\": \"refuse-job\""), std::string::npos) << evidence;
+  EXPECT_NE(evidence.find("PCIe replays=5000"), std::string::npos) << evidence;
+  EXPECT_NE(log.str().find("refused by its --safe-health=strict"), std::string::npos) << log.str();
+}
+
+TEST_F(GateRun, AStrictInteractiveJobIsCancelledAsItCannotBeRequeued) {
+  o.env[kSpankHealthVar] = "strict";
+  gpus.gpus[1].pcie_replay = 5000;
+  slurm.batch = false;
+  EXPECT_EQ(run_prolog(o, runner, slurm, log), 0);
+  EXPECT_EQ(slurm.calls, (std::vector<std::string>{"requeue:41", "cancel:41"}));
+}
+
+TEST_F(GateRun, AStandardJobRunsDespiteAWarning) {
+  gpus.gpus[1].pcie_replay = 5000;
+  EXPECT_EQ(run_prolog(o, runner, slurm, log), 0);
+  EXPECT_TRUE(slurm.calls.empty());
+}
+
 TEST_F(GateRun, PrologKeepsAnAdminReasonButStillRefusesTheJob) {
   slurm.reason = "ADMIN: cabling";
   apply_sim_fault(gpus, 0, SimFault::ecc);
@@ -167,8 +201,8 @@ TEST_F(GateRun, EpilogClearsSimStraysAndWritesEvidence) {
   gpus.gpus[1].memory_used_mib = 1000;
   std::string error;
   ASSERT_TRUE(save_sim_file(sim_file_path(o.config.health.sim_dir, "n2"), gpus, error));
-  EXPECT_EQ(run_epilog(o, runner, slurm, log, [](int) { return false; }), 0);
-  std::string evidence = read(o.config.health.state_dir + "/evidence/41.json");
+  EXPECT_EQ(run_epilog(o, runner, slurm, log, [](int, long long) { return false; }), 0);
+  std::string evidence = read(o.config.health.state_dir + "/evidence/41.n2.epilog.json");
   EXPECT_NE(evidence.find("\"stray_pids_killed\": [\n  5555\n ]"), std::string::npos) << evidence;
   EXPECT_NE(evidence.find("\"action\": \"none\""), std::string::npos);
   auto after = load_sim_file(sim_file_path(o.config.health.sim_dir, "n2"), 8, error);
@@ -182,17 +216,43 @@ TEST_F(GateRun, EpilogKillsOnlyTheJobUsersProcesses) {
   gpus.gpus[0].processes = {{4242, 10, ""}, {4343, 10, ""}};  // UID 1001 (the job's) and root
   gpus.gpus[1].processes = {{700, 10, ""}};                    // UID 1002
   std::vector<int> killed;
-  run_epilog(o, runner, slurm, log, [&](int pid) { return killed.push_back(pid), true; });
+  std::vector<long long> as;
+  run_epilog(o, runner, slurm, log, [&](int pid, long long uid) { return killed.push_back(pid), as.push_back(uid), true; });
   EXPECT_EQ(killed, std::vector<int>{4242});
+  EXPECT_EQ(as, std::vector<long long>{1001}) << "the kill itself checks the owner again";
 }
 
 TEST_F(GateRun, EpilogDrainsOnACriticalFault) {
   apply_sim_fault(gpus, 0, SimFault::xgmi);
-  EXPECT_EQ(run_epilog(o, runner, slurm, log, [](int) { return true; }), 0);
+  EXPECT_EQ(run_epilog(o, runner, slurm, log, [](int, long long) { return true; }), 0);
   EXPECT_EQ(slurm.count("drain"), 1);
-  std::string evidence = read(o.config.health.state_dir + "/evidence/41.json");
+  std::string evidence = read(o.config.health.state_dir + "/evidence/41.n2.epilog.json");
   EXPECT_NE(evidence.find("\"action\": \"drain\""), std::string::npos) << evidence;
   EXPECT_NE(evidence.find("XGMI/NVLink links down"), std::string::npos) << evidence;
+}
+
+TEST_F(GateRun, ACleanEpilogLeavesNoRecord) {
+  EXPECT_EQ(run_epilog(o, runner, slurm, log, [](int, long long) { return true; }), 0);
+  EXPECT_FALSE(std::filesystem::exists(o.config.health.state_dir + "/evidence/41.n2.epilog.json"))
+      << "a record per job, for ever, is what filled the evidence directory";
+}
+
+// The real kill: through a pidfd, and only when the process is the given user's.
+TEST(StrayCleanup, KillsAProcessOnlyWhenItIsTheUsers) {
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  NodeFs fs("/");
+  EXPECT_FALSE(kill_if_owned(fs, child, static_cast<long long>(getuid()) + 1)) << "another user's";
+  EXPECT_EQ(0, kill(child, 0)) << "still alive";
+  EXPECT_TRUE(kill_if_owned(fs, child, getuid()));
+  int status = 0;
+  ASSERT_EQ(child, waitpid(child, &status, 0));
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_FALSE(kill_if_owned(fs, child, getuid())) << "gone";
 }
 
 TEST(StrayCleanup, RootAndOthersAreNeverKillable) {

@@ -69,6 +69,16 @@ class FakeSlurm : public SlurmNodeControl {
     reason.clear();
     return true;
   }
+  bool batch = true;  // requeue works for batch jobs only
+  bool requeue_job(const std::string& id, std::string& error) override {
+    calls.push_back("requeue:" + id);
+    if (!batch) error = "scontrol requeue " + id + ": Requested operation not supported on this job";
+    return batch;
+  }
+  bool cancel_job(const std::string& id, std::string&) override {
+    calls.push_back("cancel:" + id);
+    return true;
+  }
   int count(const std::string& prefix) const {
     int n = 0;
     for (const auto& c : calls) n += c.rfind(prefix, 0) == 0;

@@ -1,5 +1,6 @@
 // Memory, mounts, IB ports and NUMA locality against the fixture trees, both sides of each limit.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "healthcheck/host_checks.hpp"
 #include "tests/unit/health_test_support.hpp"
@@ -43,6 +44,18 @@ TEST_F(HostChecks, MountMissingOrReadOnly) {
   EXPECT_EQ(ro.detail, "/datasets mounted read-only");
   CheckResult not_writable = check_mounts(healthy, {{"/", 0, 0}});  // the fixture root itself, mounted rw
   EXPECT_EQ(not_writable.status, CheckStatus::pass) << not_writable.detail;
+}
+
+// A user who can write to a checked mount plants files (and links) under the names a write probe
+// with a predictable name would use: the probe must still pass, never drain the node.
+TEST_F(HostChecks, MountProbeIsNotFooledByPlantedNames) {
+  std::string scratch = healthy.path("/scratch");
+  for (int pid = getpid() - 50; pid < getpid() + 50; ++pid) {
+    std::string name = scratch + "/.safe-healthcheck." + std::to_string(pid);
+    ASSERT_EQ(0, symlink("/nonexistent", name.c_str()));
+  }
+  CheckResult r = check_mounts(healthy, {{"/scratch", 0, 0}});
+  EXPECT_EQ(r.status, CheckStatus::pass) << r.detail;
 }
 
 TEST_F(HostChecks, IbPorts) {

@@ -118,13 +118,15 @@ TEST(KubeEntrypoint, ShellPicksTheCheckpointThatCheckpointScanPicks) {
   };
   for (const auto& step : steps) {
     step.change();
-    std::string expected = newest_complete_checkpoint(dir, "COMPLETE");
+    auto newest = newest_complete_checkpoint(dir, "COMPLETE", geteuid());
+    std::string expected = newest ? newest->path : "";
     for (const auto& shell : shells()) {
       EXPECT_EQ(expected, resume_from_in_pod(shell, dir)) << step.what << " (" << shell << ")";
       EXPECT_EQ(expected, resume_from_in_pod(shell, dir + "//")) << step.what << ", trailing slashes (" << shell << ")";
     }
   }
-  EXPECT_EQ(dir + "/step 500", newest_complete_checkpoint(dir, "COMPLETE")) << "the steps above end on this one";
+  EXPECT_EQ(dir + "/step 500", newest_complete_checkpoint(dir, "COMPLETE", geteuid())->path)
+      << "the steps above end on this one";
   EXPECT_EQ("", resume_from_in_pod("/bin/sh", "")) << "no checkpoint directory";
 }
 

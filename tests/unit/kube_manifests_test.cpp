@@ -28,6 +28,8 @@ KubeWorkloadContext context() {
   c.settings.ckpt_dir = "/ckpt/r1";
   c.settings.ckpt_signal = {10, 120};
   c.user = "alice";
+  c.uid = 1001;
+  c.gid = 1001;
   c.attempt = 2;
   c.avoid_nodes = {"k3"};
   return c;
@@ -79,6 +81,31 @@ TEST(KubeManifests, EntrypointGracePeriodAndRecord) {
   c.checkpoint.grace_s = 33;
   Json fallback = kube_job_manifest(spec(), c);
   EXPECT_NE(json_text(fallback.get()).find(R"("terminationGracePeriodSeconds":33)"), std::string::npos);
+}
+
+// Each workload sees its own directory of the checkpoint volume and runs as its user: no workload
+// can load (or plant) another's checkpoint, and none runs as root.
+TEST(KubeManifests, EachWorkloadRunsAsItsUserOnItsOwnCheckpointDirectory) {
+  Json job = kube_job_manifest(spec(), context());
+  json_t* pod = json_object_get(json_object_get(json_object_get(job.get(), "spec"), "template"), "spec");
+  EXPECT_EQ(json_text(json_object_get(pod, "securityContext")), R"({"runAsUser":1001,"runAsGroup":1001,"runAsNonRoot":true})");
+  json_t* worker = json_array_get(json_object_get(pod, "containers"), 0);
+  std::string worker_text = json_text(worker);
+  EXPECT_NE(worker_text.find(R"("mountPath":"/ckpt/r1","subPath":"ml/alice/train")"), std::string::npos) << worker_text;
+  EXPECT_NE(worker_text.find(R"("allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]})"), std::string::npos)
+      << worker_text;
+  json_t* init = json_array_get(json_object_get(pod, "initContainers"), 0);
+  ASSERT_NE(init, nullptr);
+  std::string init_text = json_text(init);
+  EXPECT_NE(init_text.find(R"("image":"busybox:1.36")"), std::string::npos) << "the admin's image, not the user's";
+  EXPECT_NE(init_text.find(R"("ml/alice/train","1001","1001"])"), std::string::npos) << init_text;
+  EXPECT_NE(init_text.find(R"("capabilities":{"drop":["ALL"],"add":["CHOWN"]})"), std::string::npos) << init_text;
+  KubeWorkloadContext bob = context();
+  bob.user = "bob";
+  bob.uid = bob.gid = 1002;
+  EXPECT_NE(json_text(kube_job_manifest(spec(), bob).get()).find(R"("subPath":"ml/bob/train")"), std::string::npos)
+      << "another user's workload of the same name: another directory";
+  EXPECT_EQ("-/alice/train", kube_checkpoint_subpath("", "alice", "train"));
 }
 
 TEST(KubeManifests, HostPathVolumeAndHeadlessService) {

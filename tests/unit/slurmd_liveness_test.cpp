@@ -195,7 +195,7 @@ TEST(DeadNodeDetector, DownsTheDeadNodeOfARunningSafeJobAndResumesItWhenSlurmdIs
   round(ProbeOutcome::refused, 1'004'000);
   EXPECT_EQ(1, slurm.count("down")) << "once";
   EXPECT_EQ(1, detector.downed());
-  auto actions = store.actions(0);
+  auto actions = store.actions({});
   ASSERT_FALSE(actions.empty());
   EXPECT_EQ("node down", actions.back().action);
   EXPECT_EQ("n2", actions.back().node);
@@ -218,7 +218,7 @@ TEST(DeadNodeDetector, DownsTheDeadNodeOfARunningSafeJobAndResumesItWhenSlurmdIs
   detector.apply({{"n2", ProbeOutcome::connected, "10.0.0.2:6818"}}, planner, {3, 2}, 1'007'000);
   EXPECT_EQ(1, slurm.count("resume n2"));
   EXPECT_EQ(1, detector.resumed());
-  EXPECT_EQ("node resumed", store.actions(0).back().action);
+  EXPECT_EQ("node resumed", store.actions({}).back().action);
 }
 
 }  // namespace

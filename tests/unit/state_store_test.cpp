@@ -1,4 +1,6 @@
-// StateStore on a real SQLite file: a store an older safed wrote opens and gains the new columns.
+// StateStore on a real SQLite file: a store an older safed wrote opens, upgraded, with its rows;
+// jobs are keyed by id and submit time; a pass that fails leaves no transaction behind; finished
+// jobs are pruned.
 #include "controller/safed/state_store.hpp"
 
 #include <gtest/gtest.h>
@@ -10,28 +12,41 @@
 namespace safe {
 namespace {
 
-TEST(StateStore, OpensAStoreFromBeforeLostWorkAndFreeRetriesWithItsRows) {
-  auto path = std::filesystem::temp_directory_path() / ("safe-store-" + std::to_string(getpid()) + ".db");
-  std::filesystem::remove(path);
-  sqlite3* db = nullptr;
-  ASSERT_EQ(SQLITE_OK, sqlite3_open(path.c_str(), &db));
-  ASSERT_EQ(SQLITE_OK,
-            sqlite3_exec(db,
-                         "CREATE TABLE jobs (job_id INTEGER PRIMARY KEY, name TEXT, workspace TEXT, submit_time "
-                         "INTEGER, max_retries INTEGER, retries_used INTEGER, gpus INTEGER, state TEXT, last_class "
-                         "TEXT, last_evidence TEXT, run_seconds INTEGER, end_time INTEGER, updated INTEGER, "
-                         "user_exclude TEXT);"
-                         "CREATE TABLE failovers (job_id INTEGER, attempt INTEGER, failure_class TEXT, evidence TEXT, "
-                         "bad_nodes TEXT, phase TEXT, fault_time INTEGER, signal_time INTEGER, requeue_time INTEGER, "
-                         "running_again_time INTEGER, not_before INTEGER, workspace TEXT, gpus INTEGER, PRIMARY KEY "
-                         "(job_id, attempt));"
-                         "INSERT INTO failovers VALUES (7, 0, 'node_fault', 'n2 down', 'n2', 'done', 1, 2, 3, 4, 5, "
-                         "'ml', 8);",
-                         nullptr, nullptr, nullptr));
-  sqlite3_close(db);
+class StoreFile : public ::testing::Test {
+ protected:
+  StoreFile() : path(std::filesystem::temp_directory_path() / ("safe-store-" + std::to_string(getpid()) + ".db")) {
+    remove();
+  }
+  ~StoreFile() override { remove(); }
+  void remove() {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + suffix);
+  }
+  void write_with_sqlite(const char* sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(SQLITE_OK, sqlite3_open(path.c_str(), &db));
+    char* err = nullptr;
+    EXPECT_EQ(SQLITE_OK, sqlite3_exec(db, sql, nullptr, nullptr, &err)) << (err ? err : "");
+    sqlite3_free(err);
+    sqlite3_close(db);
+  }
+  std::filesystem::path path;
+};
+
+TEST_F(StoreFile, OpensAStoreFromBeforeLostWorkAndFreeRetriesWithItsRows) {
+  write_with_sqlite(
+      "CREATE TABLE jobs (job_id INTEGER PRIMARY KEY, name TEXT, workspace TEXT, submit_time "
+      "INTEGER, max_retries INTEGER, retries_used INTEGER, gpus INTEGER, state TEXT, last_class "
+      "TEXT, last_evidence TEXT, run_seconds INTEGER, end_time INTEGER, updated INTEGER, "
+      "user_exclude TEXT);"
+      "CREATE TABLE failovers (job_id INTEGER, attempt INTEGER, failure_class TEXT, evidence TEXT, "
+      "bad_nodes TEXT, phase TEXT, fault_time INTEGER, signal_time INTEGER, requeue_time INTEGER, "
+      "running_again_time INTEGER, not_before INTEGER, workspace TEXT, gpus INTEGER, PRIMARY KEY "
+      "(job_id, attempt));"
+      "INSERT INTO failovers VALUES (7, 0, 'node_fault', 'n2 down', 'n2', 'done', 1, 2, 3, 4, 5, "
+      "'ml', 8);");
   {
     StateStore store(path.string());
-    auto old = store.failover(7, 0);
+    auto old = store.failover({7, 0}, 0);  // no job row: no submit time to key it by
     ASSERT_TRUE(old.has_value());
     EXPECT_TRUE(old->uses_retry) << "failovers before the column all used a retry";
     EXPECT_EQ("n2", old->bad_nodes);
@@ -41,11 +56,121 @@ TEST(StateStore, OpensAStoreFromBeforeLostWorkAndFreeRetriesWithItsRows) {
     store.put_failover(refused);
   }
   StateStore reopened(path.string());
-  EXPECT_FALSE(reopened.failover(7, 1)->uses_retry);
-  EXPECT_TRUE(reopened.failover(7, 0)->uses_retry);
-  std::filesystem::remove(path);
-  std::filesystem::remove(path.string() + "-wal");
-  std::filesystem::remove(path.string() + "-shm");
+  EXPECT_FALSE(reopened.failover({7, 0}, 1)->uses_retry);
+  EXPECT_TRUE(reopened.failover({7, 0}, 0)->uses_retry);
+}
+
+TEST_F(StoreFile, UpgradesAStoreKeyedByJobIdAloneToJobKeys) {
+  write_with_sqlite(
+      "CREATE TABLE jobs (job_id INTEGER PRIMARY KEY, name TEXT, workspace TEXT, submit_time INTEGER, "
+      "max_retries INTEGER, retries_used INTEGER, gpus INTEGER, state TEXT, last_class TEXT, last_evidence TEXT, "
+      "run_seconds INTEGER, end_time INTEGER, updated INTEGER, user_exclude TEXT, lost_seconds INTEGER DEFAULT 0);"
+      "CREATE TABLE attempts (job_id INTEGER, attempt INTEGER, nodes TEXT, start_time INTEGER, end_time INTEGER, "
+      "end_state TEXT, failure_class TEXT, rule TEXT, evidence TEXT, PRIMARY KEY (job_id, attempt));"
+      "CREATE TABLE failovers (job_id INTEGER, attempt INTEGER, failure_class TEXT, evidence TEXT, bad_nodes TEXT, "
+      "phase TEXT, fault_time INTEGER, signal_time INTEGER, requeue_time INTEGER, running_again_time INTEGER, "
+      "not_before INTEGER, workspace TEXT, gpus INTEGER, uses_retry INTEGER DEFAULT 1, PRIMARY KEY (job_id, attempt));"
+      "CREATE TABLE actions (time INTEGER, job_id INTEGER, node TEXT, action TEXT, detail TEXT, ok INTEGER);"
+      "INSERT INTO jobs VALUES (7, 'train', 'ml', 900, 3, 1, 8, 'completed', 'node_fault', 'n2', 100, 1000, 1000, "
+      "'', 10);"
+      "INSERT INTO attempts VALUES (7, 0, 'n[1-2]', 950, 980, 'NODE_FAIL', 'node_fault', 'r', 'e');"
+      "INSERT INTO failovers VALUES (7, 0, 'node_fault', 'n2 down', 'n2', 'done', 980, 0, 981, 985, 0, 'ml', 8, 1);"
+      "INSERT INTO actions VALUES (981, 7, '', 'requeue', '', 1);"
+      "INSERT INTO actions VALUES (970, 0, 'n2', 'node down', 'x', 1);");
+  StateStore store(path.string());
+  JobKey key{7, 0};  // keyed by the id alone, as the old store was
+  EXPECT_EQ(900, store.job(key)->submit_time);
+  ASSERT_TRUE(store.job(key).has_value());
+  EXPECT_EQ("train", store.job(key)->name);
+  EXPECT_EQ(10, store.job(key)->lost_seconds);
+  ASSERT_EQ(1u, store.attempts(key).size());
+  EXPECT_EQ("NODE_FAIL", store.attempts(key)[0].end_state);
+  ASSERT_EQ(1u, store.failovers(key).size());
+  EXPECT_EQ(985, store.failovers(key)[0].running_again_time);
+  ASSERT_EQ(1u, store.actions(key).size());
+  EXPECT_EQ("requeue", store.actions(key)[0].action);
+  EXPECT_EQ(1u, store.actions({}).size()) << "the node's action stays a node's";
+}
+
+TEST(StateStore, AReusedJobIdIsAnotherJob) {
+  StateStore store(":memory:");
+  JobRecord old_job;
+  old_job.job_id = 7;
+  old_job.submitted = 900;
+  old_job.name = "old";
+  old_job.end_time = 1000;
+  store.put_job(old_job);
+  store.put_attempt({7, 900, 0, "n1", 950, 1000, "FAILED", "user_error", "r", "e"});
+  JobRecord new_job = old_job;
+  new_job.submitted = 5000;
+  new_job.name = "new";
+  new_job.end_time = 0;
+  store.put_job(new_job);
+  EXPECT_EQ("old", store.job({7, 900})->name);
+  EXPECT_EQ("new", store.job({7, 5000})->name);
+  EXPECT_TRUE(store.attempts({7, 5000}).empty()) << "the new job inherits none of the old one's attempts";
+  ASSERT_EQ(2u, store.jobs_with_id(7).size());
+  EXPECT_EQ("new", store.jobs_with_id(7)[0].name) << "newest first";
+}
+
+TEST(StateStore, ABeginAfterAPassThatNeverCommittedStartsClean) {
+  StateStore store(":memory:");
+  store.begin();
+  JobRecord j;
+  j.job_id = 7;
+  j.submitted = 900;
+  store.put_job(j);
+  // The pass failed here: no commit. The next pass must be able to record, and the failed pass's
+  // writes must not become visible as if they had been decided.
+  ASSERT_NO_THROW(store.begin());
+  EXPECT_FALSE(store.job({7, 900}).has_value());
+  j.job_id = 8;
+  store.put_job(j);
+  store.commit();
+  EXPECT_TRUE(store.job({8, 900}).has_value());
+}
+
+TEST(StateStore, PruneDeletesJobsThatEndedLongAgoWithTheirHistory) {
+  StateStore store(":memory:");
+  for (auto [id, end] : {std::pair{1u, 100LL}, {2u, 5000LL}, {3u, 0LL}}) {
+    JobRecord j;
+    j.job_id = id;
+    j.submitted = 50;
+    j.end_time = end;
+    store.put_job(j);
+    store.put_attempt({id, 50, 0, "n1", 60, end, "FAILED", "", "", ""});
+    store.put_failover({id, 50, 0, "node_fault", "", "n1", FailoverPhase::done, 70, 0, 80, 90, 0, "ml", 1});
+    store.log_action({70, {id, 50}, "", "requeue", "", true});
+  }
+  store.log_action({10, {}, "n1", "node down", "", true});
+  EXPECT_TRUE(store.add_node_fault({"n1", 10, "down", "x"}));
+  EXPECT_EQ(1, store.prune(1000));
+  EXPECT_FALSE(store.job({1, 50}).has_value());
+  EXPECT_TRUE(store.attempts({1, 50}).empty());
+  EXPECT_TRUE(store.failovers({1, 50}).empty());
+  EXPECT_TRUE(store.actions({1, 50}).empty());
+  EXPECT_TRUE(store.job({2, 50}).has_value()) << "ended after the cut";
+  EXPECT_TRUE(store.job({3, 50}).has_value()) << "still running";
+  EXPECT_EQ(1u, store.attempts({3, 50}).size());
+  EXPECT_TRUE(store.actions({}).empty());
+  EXPECT_TRUE(store.node_faults("n1", 0).empty());
+}
+
+TEST(StateStore, JobsCanBeListedForOneUser) {
+  StateStore store(":memory:");
+  for (auto [id, uid] : {std::pair{1u, 1000u}, {2u, 1001u}, {3u, 1000u}}) {
+    JobRecord j;
+    j.job_id = id;
+    j.submitted = id;
+    j.submit_time = id;
+    j.user_id = uid;
+    store.put_job(j);
+  }
+  EXPECT_EQ(3u, store.jobs(true).size());
+  auto mine = store.jobs(true, 1000u);
+  ASSERT_EQ(2u, mine.size());
+  EXPECT_EQ(3u, mine[0].job_id);
+  EXPECT_EQ(1u, mine[1].job_id);
 }
 
 }  // namespace

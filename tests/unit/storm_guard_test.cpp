@@ -23,24 +23,39 @@ INSTANTIATE_TEST_SUITE_P(Table, BackoffTest,
                                            BackoffCase{7, 10, 600, 600}, BackoffCase{40, 10, 600, 600},
                                            BackoffCase{3, 0, 600, 0}, BackoffCase{2, 10, 15, 15}));
 
-TEST(RateLimiter, AllowsPerMinuteThenRefusesUntilTheWindowMoves) {
+TEST(RateLimiter, NodeFaultsPerMinuteThenRefusedUntilTheWindowMoves) {
   FailoverRateLimiter limiter(3);
-  EXPECT_TRUE(limiter.try_acquire(100));
-  EXPECT_TRUE(limiter.try_acquire(100));
-  EXPECT_TRUE(limiter.try_acquire(130));
-  EXPECT_FALSE(limiter.try_acquire(150));
+  EXPECT_TRUE(limiter.try_acquire(100, "workspace ml", true));
+  EXPECT_TRUE(limiter.try_acquire(100, "workspace cv", true));
+  EXPECT_TRUE(limiter.try_acquire(130, "workspace ml", true));
+  EXPECT_FALSE(limiter.try_acquire(150, "workspace cv", true));
   EXPECT_EQ(3, limiter.used(159));
-  EXPECT_TRUE(limiter.try_acquire(160));  // the two at 100 left the window
-  EXPECT_TRUE(limiter.try_acquire(160));
-  EXPECT_FALSE(limiter.try_acquire(160));
+  EXPECT_TRUE(limiter.try_acquire(160, "workspace ml", true));  // the two at 100 left the window
+  EXPECT_TRUE(limiter.try_acquire(160, "workspace ml", true));
+  EXPECT_FALSE(limiter.try_acquire(160, "workspace ml", true));
 }
 
 TEST(RateLimiter, CountsFailoversRecordedBeforeARestart) {
   FailoverRateLimiter limiter(2);
-  limiter.record(95);
-  limiter.record(90);
-  EXPECT_FALSE(limiter.try_acquire(100));
-  EXPECT_TRUE(limiter.try_acquire(151));
+  limiter.record(95, "workspace ml", true);
+  limiter.record(90, "workspace ml", true);
+  EXPECT_FALSE(limiter.try_acquire(100, "workspace ml", true));
+  EXPECT_TRUE(limiter.try_acquire(151, "workspace ml", true));
+}
+
+// One tenant's jobs that keep exiting 75 or hanging can use up their own share only: a node
+// fault anywhere still fails over at once, and another tenant still gets its share.
+TEST(RateLimiter, ATenantsOwnFailuresNeverDelayNodeFaultsOrOtherTenants) {
+  FailoverRateLimiter limiter(4);
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(limiter.try_acquire(100, "user 1000", false)) << i;
+  EXPECT_FALSE(limiter.try_acquire(101, "user 1000", false)) << "alone, it has the whole limit and no more";
+  EXPECT_TRUE(limiter.try_acquire(102, "workspace ml", true)) << "node faults have a budget of their own";
+  EXPECT_TRUE(limiter.try_acquire(103, "workspace cv", false)) << "another tenant gets its share at once";
+  EXPECT_EQ(2, limiter.tenant_share(103));
+  EXPECT_TRUE(limiter.try_acquire(104, "workspace cv", false));
+  EXPECT_FALSE(limiter.try_acquire(105, "workspace cv", false)) << "its share of 4 among 2 is 2";
+  EXPECT_FALSE(limiter.try_acquire(106, "user 1000", false));
+  EXPECT_TRUE(limiter.try_acquire(161, "user 1000", false)) << "the window moved on";
 }
 
 struct LemonCase {

@@ -29,13 +29,24 @@ SafeConfig config() {
 }
 const JobUser kAlice{"alice", {}};
 
+// Two partitions as safed would publish them: 8-GPU nodes with 2 sockets, and one that gives jobs
+// whole nodes.
+ClusterShape shape() {
+  ClusterShape c;
+  c.written = 1;
+  c.partitions = {{"gpu", true, false, 4, 8, 2}, {"whole", false, true, 2, 8, 2}, {"cvpart", false, false, 4, 8, 2}};
+  return c;
+}
+const ClusterShape kShape = shape();
+
 TEST(Submission, AcceptedJobIsRewritten) {
   Submission s;
   s.spank_env = {"_SLURM_SPANK_OPTION_safe_safe_workspace=ml", "_SLURM_SPANK_OPTION_safe_safe_retries=9",
                  "_SLURM_SPANK_OPTION_safe_safe_ckpt_dir=/ckpt/r1", "OTHER=1"};
   s.gpus.tres_per_node = "gres:gpu:4";
   s.gpus.min_nodes = 2;
-  SubmissionReview r = review_submission(config(), s, kAlice);
+  s.gpus.max_nodes = 2;  // sbatch -N2
+  SubmissionReview r = review_submission(config(), s, kAlice, &kShape);
   ASSERT_TRUE(r.accepted) << r.message;
   EXPECT_EQ(r.message, "safe: --safe-retries=9 capped to 4 (workspace 'ml' maximum)");
   EXPECT_EQ(r.changes.licenses, "safe_ws_ml:8");
@@ -57,7 +68,7 @@ TEST(Submission, AcceptedJobIsRewritten) {
 TEST(Submission, RejectsBadOptionValueFromTheEnvironment) {
   Submission s;
   s.spank_env = {"_SLURM_SPANK_OPTION_safe_safe_ckpt_dir=relative/dir"};
-  SubmissionReview r = review_submission(config(), s, kAlice);
+  SubmissionReview r = review_submission(config(), s, kAlice, &kShape);
   EXPECT_FALSE(r.accepted);
   EXPECT_EQ(r.message, "safe: --safe-ckpt-dir expects an absolute path (starting with /), got 'relative/dir'");
 }
@@ -66,15 +77,138 @@ TEST(Submission, RejectsOverQuota) {
   Submission s;
   s.spank_env = {"_SLURM_SPANK_OPTION_safe_safe_workspace=ml"};
   s.gpus.tres_per_job = "gres:gpu:9";
-  SubmissionReview r = review_submission(config(), s, kAlice);
+  SubmissionReview r = review_submission(config(), s, kAlice, &kShape);
   EXPECT_FALSE(r.accepted);
-  EXPECT_NE(r.message.find("asks for 9 GPUs but workspace 'ml' has a quota of 8"), std::string::npos);
+  EXPECT_NE(r.message.find("can get 9 GPUs (--gpus) but workspace 'ml' has a quota of 8"), std::string::npos);
+}
+
+Submission ml_job() {
+  Submission s;
+  s.spank_env = {"_SLURM_SPANK_OPTION_safe_safe_workspace=ml"};
+  return s;
+}
+
+// --exclusive gets every GPU of its nodes from Slurm, asked for or not: it is charged them.
+TEST(Submission, AnExclusiveJobIsChargedItsWholeNodes) {
+  Submission s = ml_job();
+  s.gpus.exclusive = true;
+  SubmissionReview r = review_submission(config(), s, kAlice, &kShape);
+  ASSERT_TRUE(r.accepted) << r.message;
+  EXPECT_EQ(r.changes.licenses, "safe_ws_ml:8");
+  s.gpus.min_nodes = 2;
+  s.gpus.max_nodes = 2;
+  r = review_submission(config(), s, kAlice, &kShape);
+  EXPECT_FALSE(r.accepted);
+  EXPECT_NE(r.message.find("can get 16 GPUs (2 nodes x 8 GPUs: --exclusive gives whole nodes)"), std::string::npos)
+      << r.message;
+}
+
+TEST(Submission, AJobInAnExclusivePartitionIsChargedWholeNodes) {
+  Submission s = ml_job();
+  s.partition = "whole";
+  s.gpus.tres_per_node = "gres:gpu:1";
+  SubmissionReview r = review_submission(config(), s, kAlice, &kShape);
+  ASSERT_TRUE(r.accepted) << r.message;
+  EXPECT_EQ(r.changes.licenses, "safe_ws_ml:8");
+}
+
+// -N1-2 can get two nodes: it is charged for two.
+TEST(Submission, ANodeRangeIsChargedAtItsMaximum) {
+  Submission s = ml_job();
+  s.gpus.tres_per_node = "gres:gpu:4";
+  s.gpus.min_nodes = 1;
+  s.gpus.max_nodes = 2;
+  SubmissionReview r = review_submission(config(), s, kAlice, &kShape);
+  ASSERT_TRUE(r.accepted) << r.message;
+  EXPECT_EQ(r.changes.licenses, "safe_ws_ml:8");
+  EXPECT_FALSE(r.changes.max_nodes) << "bounded by the job itself";
+}
+
+// Without a maximum (-N 2-) Slurm could give the job more nodes than it is charged for: it gets
+// one, and is told. A job that gave no -N at all gets one node from Slurm: bounded silently.
+TEST(Submission, AnUnboundedNodeCountIsBoundedToWhatIsCharged) {
+  Submission s = ml_job();
+  s.gpus.tres_per_node = "gres:gpu:4";
+  s.gpus.min_nodes = 2;
+  SubmissionReview r = review_submission(config(), s, kAlice, &kShape);
+  ASSERT_TRUE(r.accepted) << r.message;
+  EXPECT_EQ(r.changes.max_nodes, 2u);
+  EXPECT_NE(r.message.find("at most 2 node(s)"), std::string::npos) << r.message;
+  s.gpus.min_nodes = 0;
+  r = review_submission(config(), s, kAlice, &kShape);
+  EXPECT_EQ(r.changes.max_nodes, 1u);
+  EXPECT_EQ(r.message, "");
+}
+
+// Slurm tests each component's licenses on its own and starts them together (measured on 22.05:
+// two components of 8 GPUs ran at once on a quota of 8), so a quota may be charged once per job.
+TEST(Submission, AHeterogeneousJobTakesGpusFromAQuotaInOneComponentOnly) {
+  Submission first = ml_job();
+  first.gpus.tres_per_job = "gres:gpu:8";
+  first.het = Submission::HetComponent{0, {}};
+  SubmissionReview r = review_submission(config(), first, kAlice, &kShape);
+  ASSERT_TRUE(r.accepted) << r.message;
+  EXPECT_EQ(r.quota_charged, "ml");
+
+  Submission second = first;
+  second.het = Submission::HetComponent{1, {"ml"}};
+  r = review_submission(config(), second, kAlice, &kShape);
+  EXPECT_FALSE(r.accepted);
+  EXPECT_NE(r.message.find("component 1 of this heterogeneous job takes GPUs from workspace 'ml' as an earlier "
+                           "component does"),
+            std::string::npos)
+      << r.message;
+
+  Submission launcher = ml_job();  // a component without GPUs is charged nothing: fine
+  launcher.het = Submission::HetComponent{1, {"ml"}};
+  r = review_submission(config(), launcher, kAlice, &kShape);
+  EXPECT_TRUE(r.accepted) << r.message;
+  EXPECT_EQ(r.quota_charged, "");
+
+  Submission elsewhere;  // GPUs outside any quota: fine too
+  elsewhere.gpus.tres_per_job = "gres:gpu:8";
+  elsewhere.het = Submission::HetComponent{1, {"ml"}};
+  EXPECT_TRUE(review_submission(config(), elsewhere, kAlice, &kShape).accepted);
+}
+
+TEST(Submission, AQuotaNeedsTheClusterShape) {
+  Submission s = ml_job();
+  s.gpus.tres_per_job = "gres:gpu:1";
+  SubmissionReview r = review_submission(config(), s, kAlice, nullptr);
+  EXPECT_FALSE(r.accepted);
+  EXPECT_NE(r.message.find("safed has not published the cluster's partitions"), std::string::npos) << r.message;
+  Submission plain;
+  plain.partition = "debug";
+  EXPECT_TRUE(review_submission(config(), plain, kAlice, nullptr).accepted) << "no quota, no shape needed";
+  Submission unplaced;  // no -p, and cvpart belongs to a workspace: which partition would it be?
+  EXPECT_FALSE(review_submission(config(), unplaced, kAlice, nullptr).accepted);
+}
+
+// Naming a workspace's partition makes the job that workspace's: membership and quota apply.
+TEST(Submission, AWorkspacesPartitionBringsItsPolicy) {
+  Submission s;
+  s.partition = "cvpart";
+  s.gpus.tres_per_job = "gres:gpu:2";
+  SubmissionReview mallory = review_submission(config(), s, JobUser{"mallory", {}}, &kShape);
+  EXPECT_FALSE(mallory.accepted);
+  EXPECT_NE(mallory.message.find("partition 'cvpart' belongs to workspace 'cv'"), std::string::npos) << mallory.message;
+  SubmissionReview bob = review_submission(config(), s, JobUser{"bob", {}}, &kShape);
+  ASSERT_TRUE(bob.accepted) << bob.message;
+  EXPECT_NE(bob.changes.admin_comment->find("ws=cv"), std::string::npos) << *bob.changes.admin_comment;
+}
+
+TEST(Submission, RecordsWhenItWasSubmitted) {
+  Submission s;
+  s.now = 1764600000;
+  SubmissionReview r = review_submission(config(), s, kAlice, &kShape);
+  ASSERT_TRUE(r.accepted);
+  EXPECT_NE(r.changes.admin_comment->find(" sub=1764600000"), std::string::npos) << *r.changes.admin_comment;
 }
 
 TEST(Submission, KeepsAnAdministratorsComment) {
   Submission s;
   s.admin_comment = "ticket 42";
-  SubmissionReview r = review_submission(config(), s, kAlice);
+  SubmissionReview r = review_submission(config(), s, kAlice, &kShape);
   ASSERT_TRUE(r.accepted);
   EXPECT_EQ(r.changes.admin_comment, "ticket 42; safe: retries=0/0 health=standard sig=USR1@120 hang=0 gpus=0");
 }
@@ -208,7 +342,7 @@ TEST(CheckpointScan, ScansADirectory) {
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() / ("safe-ckpt-" + std::to_string(getpid()));
   fs::remove_all(dir);
-  EXPECT_EQ(newest_complete_checkpoint(dir.string(), "COMPLETE"), "");  // missing dir
+  EXPECT_FALSE(newest_complete_checkpoint(dir.string(), "COMPLETE", std::nullopt).ok());  // missing dir
   fs::create_directories(dir / "step-10");
   fs::create_directories(dir / "step-20");
   fs::create_directories(dir / "step-30");  // torn: no marker
@@ -218,7 +352,7 @@ TEST(CheckpointScan, ScansADirectory) {
   struct utimbuf old_time {1000, 1000};
   utime((dir / "step-10" / "COMPLETE").c_str(), &old_time);
   fs::create_directory_symlink(dir / "step-10", dir / "latest");  // symlinks are not followed
-  EXPECT_EQ(newest_complete_checkpoint(dir.string() + "/", "COMPLETE"), (dir / "step-20").string());
+  EXPECT_EQ(newest_complete_checkpoint(dir.string() + "/", "COMPLETE", std::nullopt)->path, (dir / "step-20").string());
   fs::remove_all(dir);
 }
 

@@ -1,15 +1,21 @@
-#include "kube-bridge/authenticator.hpp"
+#include "common/authenticator.hpp"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 
-#include "kube-bridge/base64.hpp"
-#include "kube-bridge/json_value.hpp"
+#include "common/base64.hpp"
+#include "common/json_value.hpp"
 
-namespace safe::bridge {
+namespace safe {
 namespace {
 
 constexpr const char* kGetToken = "; get one with: scontrol token lifespan=3600";
@@ -52,6 +58,24 @@ JwtCheck verify_slurm_jwt(std::string_view token, std::string_view key, std::tim
   return out;
 }
 
+AuthSettings auth_settings_from(const AuthConfig& config) {
+  AuthSettings s;
+  s.munge = config.munge;
+  s.admins = config.admins;
+  return s;
+}
+
+Result<std::string> read_jwt_key(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return Error{"cannot read JWT key " + path + ": " + std::strerror(errno)};
+  if (st.st_mode & 0077)
+    return Error{"JWT key " + path + " is readable by group or others; chmod 600 it (as Slurm requires)"};
+  std::ifstream in(path, std::ios::binary);
+  std::string key(std::istreambuf_iterator<char>(in), {});
+  if (key.empty()) return Error{"JWT key " + path + " is empty; use the key of Slurm's AuthAltParameters=jwt_key="};
+  return key;
+}
+
 AuthResult Authenticator::for_user(std::optional<UserRecord> user, const std::string& method, const std::string& who) const {
   if (!user) return {std::nullopt, "the credential names user " + who + ", who is unknown on this host"};
   Principal p{*user, std::find(settings_.admins.begin(), settings_.admins.end(), user->name) != settings_.admins.end(), method};
@@ -68,14 +92,14 @@ AuthResult Authenticator::authenticate(std::string_view authorization) const {
   std::transform(scheme.begin(), scheme.end(), scheme.begin(), [](unsigned char c) { return std::tolower(c); });
   if (scheme == "bearer") {
     if (settings_.jwt_key.empty())
-      return {std::nullopt, "JWT authentication is not enabled on this bridge (kube_bridge.jwt_key_file); use munge"};
+      return {std::nullopt, "JWT authentication is not enabled here (auth.jwt_key_file); use munge"};
     JwtCheck check = verify_slurm_jwt(value, settings_.jwt_key, clock_());
     if (!check.user) return {std::nullopt, check.error};
     return for_user(users_->by_name(*check.user), "jwt", "'" + check.user->substr(0, 64) + "'");
   }
   if (scheme == "munge") {
     if (!settings_.munge || !munge_)
-      return {std::nullopt, "munge authentication is not enabled on this bridge (kube_bridge.munge_auth); use a JWT"};
+      return {std::nullopt, "munge authentication is not enabled here (auth.munge); use a JWT"};
     if (value.empty() || value.size() > 8192) return {std::nullopt, "empty or oversized munge credential; " + how};
     auto decoded = munge_->decode(std::string(value));
     if (!decoded.uid) return {std::nullopt, "munge credential rejected: " + decoded.error + "; make a fresh one with munge -n"};
@@ -84,4 +108,4 @@ AuthResult Authenticator::authenticate(std::string_view authorization) const {
   return {std::nullopt, "unsupported authorization scheme; " + how};
 }
 
-}  // namespace safe::bridge
+}  // namespace safe

@@ -1,6 +1,6 @@
-#include "kube-bridge/base64.hpp"
+#include "common/base64.hpp"
 
-namespace safe::bridge {
+namespace safe {
 
 std::optional<std::string> base64_decode(std::string_view in, Base64 alphabet) {
   const char c62 = alphabet == Base64::url ? '-' : '+';
@@ -29,4 +29,4 @@ std::optional<std::string> base64_decode(std::string_view in, Base64 alphabet) {
   return out;
 }
 
-}  // namespace safe::bridge
+}  // namespace safe

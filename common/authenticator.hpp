@@ -2,7 +2,8 @@
 //   Authorization: Bearer <JWT>    HS256 with the cluster's auth/jwt key, as `scontrol token`
 //                                  makes them (claims exp, iat, sun)
 //   Authorization: Munge <cred>    a munge credential (`munge -n`), decoded by munged
-// The result names a user of the system; admins (kube_bridge.admins) see every workload.
+// The result names a user of the system; admins (auth.admins) see and change everything. Used by
+// safed's API and the REST bridge alike.
 #pragma once
 
 #include <sys/types.h>
@@ -14,9 +15,11 @@
 #include <string_view>
 #include <vector>
 
-#include "kube-bridge/user_directory.hpp"
+#include "common/config.hpp"
+#include "common/result.hpp"
+#include "common/user_directory.hpp"
 
-namespace safe::bridge {
+namespace safe {
 
 struct Principal {
   UserRecord user;
@@ -58,6 +61,16 @@ struct AuthSettings {
   std::vector<std::string> admins;
 };
 
+// The settings of safe.yaml's `auth` section (the JWT key still to be read: read_jwt_key).
+AuthSettings auth_settings_from(const AuthConfig& config);
+
+// Slurm's auth/jwt key file: its bytes, refused when group or others can read it (Slurm's rule).
+Result<std::string> read_jwt_key(const std::string& path);
+
+// A fresh munge credential of this process's user, for a request to safed (`Authorization:
+// Munge ...`); munged rejects a credential used twice, so one per request.
+Result<std::string> new_munge_credential();
+
 class Authenticator {
  public:
   Authenticator(AuthSettings settings, MungeDecoder* munge, UserDirectory* users,
@@ -73,4 +86,4 @@ class Authenticator {
   std::function<std::time_t()> clock_;
 };
 
-}  // namespace safe::bridge
+}  // namespace safe

@@ -8,7 +8,9 @@
 #include <string>
 #include <string_view>
 
-namespace safe::bridge {
+#include "common/json_utf8.hpp"
+
+namespace safe {
 
 struct JsonDecref {
   void operator()(json_t* j) const { json_decref(j); }
@@ -27,11 +29,12 @@ inline std::string json_text(const json_t* j) {
 }
 
 inline void json_set(json_t* object, const char* key, json_t* value) { json_object_set_new(object, key, value); }
-inline json_t* json_str(std::string_view s) { return json_stringn(s.data(), s.size()); }
+// Any bytes: invalid UTF-8 becomes U+FFFD rather than a missing field.
+inline json_t* json_str(std::string_view s) { return json_utf8(s); }
 
 inline std::string json_string_or(const json_t* object, const char* key, std::string fallback = "") {
   const json_t* v = json_object_get(object, key);
   return json_is_string(v) ? std::string(json_string_value(v), json_string_length(v)) : fallback;
 }
 
-}  // namespace safe::bridge
+}  // namespace safe

@@ -1,4 +1,4 @@
-#include "kube-bridge/user_directory.hpp"
+#include "common/user_directory.hpp"
 
 #include <grp.h>
 #include <pwd.h>
@@ -9,11 +9,11 @@
 
 #include "common/job_user.hpp"
 
-namespace safe::bridge {
+namespace safe {
 namespace {
 
 std::optional<UserRecord> from_passwd(const passwd& pw) {
-  return UserRecord{pw.pw_name, pw.pw_uid, pw.pw_gid, group_names_of(pw.pw_name, pw.pw_gid)};
+  return UserRecord{pw.pw_name, pw.pw_uid, pw.pw_gid, group_names_of(pw.pw_name, pw.pw_gid), pw.pw_dir ? pw.pw_dir : ""};
 }
 
 // Every request authenticates; an NSS lookup (files, LDAP, sssd) per request would dominate.
@@ -68,4 +68,4 @@ std::optional<UserRecord> SystemUserDirectory::by_uid(uid_t uid) {
   return user;
 }
 
-}  // namespace safe::bridge
+}  // namespace safe

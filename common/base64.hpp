@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace safe::bridge {
+namespace safe {
 
 enum class Base64 {
   url,       // '-' and '_'; no padding, no other characters, no dangling bits
@@ -16,4 +16,4 @@ enum class Base64 {
 // nullopt for a character outside the alphabet (or, for `url`, a length no encoder produces).
 std::optional<std::string> base64_decode(std::string_view in, Base64 alphabet);
 
-}  // namespace safe::bridge
+}  // namespace safe

@@ -1,6 +1,6 @@
-// Users as the bridge needs them: a verified credential names a user (JWT: by name, munge: by
-// uid), and the bridge submits Slurm jobs as that uid/gid and checks workspace membership with
-// its groups. A seam, so unit tests need no passwd entries.
+// Users as SaFE's services need them: a verified credential names a user (JWT: by name, munge: by
+// uid); the bridge submits Slurm jobs as that uid/gid, in that user's home, and checks workspace
+// membership with its groups. A seam, so unit tests need no passwd entries.
 #pragma once
 
 #include <sys/types.h>
@@ -9,13 +9,14 @@
 #include <string>
 #include <vector>
 
-namespace safe::bridge {
+namespace safe {
 
 struct UserRecord {
   std::string name;
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<std::string> groups;
+  std::string home;  // the passwd entry's home directory
 };
 
 class UserDirectory {
@@ -32,4 +33,4 @@ class SystemUserDirectory : public UserDirectory {
   std::optional<UserRecord> by_uid(uid_t uid) override;
 };
 
-}  // namespace safe::bridge
+}  // namespace safe

@@ -1,0 +1,84 @@
+#include "controller/safed/controller_api.hpp"
+
+#include <charconv>
+#include <regex>
+
+#include "common/json_value.hpp"
+
+namespace safe {
+namespace {
+
+HttpResponse error(int status, const std::string& message) {
+  Json body = json_take(json_object());
+  json_set(body.get(), "error", json_str(message));
+  return {status, json_text(body.get()) + "\n", "application/json", {}};
+}
+
+HttpResponse json_ok(std::string body) { return {200, std::move(body), "application/json", {}}; }
+
+std::optional<long long> number(const std::string& text) {
+  long long v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+HttpResponse ControllerApi::handle(const HttpRequest& req) const {
+  bool get = req.method == "GET" || req.method == "HEAD";
+  if (req.path == "/healthz") {
+    if (!get) return error(405, "method not allowed; use GET");
+    return json_ok("{\"status\":\"ok\"}\n");
+  }
+  if (req.path == "/metrics") {
+    if (!get) return error(405, "method not allowed; use GET");
+    return {200, data_.metrics(), "text/plain; version=0.0.4", {}};
+  }
+  if (req.path.rfind("/api/v1/", 0) != 0) return error(404, "safed: no such resource; the API lives under /api/v1");
+
+  AuthResult auth = auth_.authenticate(req.authorization);
+  if (!auth.principal) {
+    HttpResponse r = error(401, "safed: " + auth.error);
+    r.headers.emplace_back("WWW-Authenticate", "Bearer, Munge");
+    return r;
+  }
+  const Principal& who = *auth.principal;
+  std::optional<std::uint32_t> only = who.admin ? std::nullopt : std::optional<std::uint32_t>(who.user.uid);
+  static const std::regex job_path(R"(/api/v1/jobs/(\d{1,10}))");
+  static const std::regex release_path(R"(/api/v1/nodes/([A-Za-z0-9_.-]{1,255})/release)");
+  std::smatch m;
+  if (req.path == "/api/v1/status") {
+    if (!get) return error(405, "method not allowed; use GET");
+    return json_ok(data_.status(only));
+  }
+  if (req.path == "/api/v1/jobs") {
+    if (!get) return error(405, "method not allowed; use GET");
+    return json_ok(data_.jobs(req.query.count("all") > 0, only));
+  }
+  if (std::regex_match(req.path, m, job_path)) {
+    if (!get) return error(405, "method not allowed; use GET");
+    auto id = number(m[1]);
+    std::optional<long long> submitted;
+    if (auto it = req.query.find("submitted"); it != req.query.end()) {
+      submitted = number(it->second);
+      if (!submitted) return error(422, "safed: submitted expects a non-negative integer (the job record's sub=)");
+    }
+    std::string body = id && *id <= 0xffffffffLL ? data_.job(static_cast<std::uint32_t>(*id), submitted, only) : "";
+    // Another user's job reads as a missing one.
+    if (body.empty()) return error(404, "safed: no SaFE job with that id visible to you in the state store");
+    return json_ok(std::move(body));
+  }
+  if (std::regex_match(req.path, m, release_path)) {
+    if (req.method != "POST") return error(405, "method not allowed; use POST");
+    if (!who.admin)
+      return error(403, "safed: releasing a quarantined node is for administrators (auth.admins); user '" +
+                            who.user.name + "' is not one");
+    std::string err = data_.release_node(m[1]);
+    if (!err.empty()) return error(409, err);
+    return json_ok("{\"released\": true}\n");
+  }
+  return error(404, "safed: no such resource; see docs/controller.md");
+}
+
+}  // namespace safe

@@ -1,0 +1,41 @@
+// safed's HTTP API as a function of a request, so routing and who may see what are unit-tested
+// without sockets: /healthz and /metrics are open (cluster-wide counts, no user's data); every
+// /api/v1 route needs the credentials Slurm accepts (munge, Slurm JWT) and shows a user only their
+// own jobs and evidence, an admin (auth.admins) everything; only an admin may change anything.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "common/authenticator.hpp"
+#include "common/http_service.hpp"
+
+namespace safe {
+
+// What the API reads and does. safed implements each under the lock that guards the planner;
+// `user` set: only that uid's jobs, nullopt: all (an admin).
+struct ControllerData {
+  std::function<std::string()> metrics;
+  std::function<std::string(std::optional<std::uint32_t> user)> status;
+  std::function<std::string(bool include_finished, std::optional<std::uint32_t> user)> jobs;
+  // "" when there is no such job visible to `user`.
+  std::function<std::string(std::uint32_t id, std::optional<long long> submitted, std::optional<std::uint32_t> user)> job;
+  // "" when done, else why not.
+  std::function<std::string(const std::string& node)> release_node;
+};
+
+class ControllerApi {
+ public:
+  ControllerApi(const Authenticator& auth, ControllerData data) : auth_(auth), data_(std::move(data)) {}
+  HttpResponse handle(const HttpRequest& request) const;
+  // Routes answered on the event thread: cheap and never blocking.
+  static bool is_inline(const HttpRequest& request) { return request.path == "/healthz"; }
+
+ private:
+  const Authenticator& auth_;
+  ControllerData data_;
+};
+
+}  // namespace safe

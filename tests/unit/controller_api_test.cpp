@@ -1,0 +1,129 @@
+// safed's API: who may see and do what. Read routes need a credential and show a user only their
+// own jobs; releasing a node is for admins; /metrics and /healthz stay open.
+#include "controller/safed/controller_api.hpp"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/fake_user_directory.hpp"
+
+namespace safe {
+namespace {
+
+class Users : public bridge::FakeUserDirectory {
+ public:
+  Users() : FakeUserDirectory({{"alice", {"alice", 1001, 1001, {}, "/home/alice"}}, {"root", {"root", 0, 0, {}, "/root"}}}) {}
+};
+
+// "Munge as-NAME" is NAME's credential.
+class Munge : public MungeDecoder {
+ public:
+  Users* users = nullptr;
+  Result decode(const std::string& c) override {
+    if (c.starts_with("as-"))
+      if (auto u = users->by_name(c.substr(3))) return {u->uid, ""};
+    return {std::nullopt, "Invalid credential"};
+  }
+};
+
+class ControllerApiTest : public ::testing::Test {
+ protected:
+  ControllerApiTest() : auth({"", true, {"root"}}, &munge, &users) { munge.users = &users; }
+
+  ControllerApi api() {
+    ControllerData d;
+    d.metrics = [] { return std::string("safe_controller_up 1\n"); };
+    d.status = [this](std::optional<std::uint32_t> user) {
+      seen_user = user;
+      return std::string("{}");
+    };
+    d.jobs = [this](bool all, std::optional<std::uint32_t> user) {
+      seen_user = user;
+      seen_all = all;
+      return std::string("{\"jobs\":[]}");
+    };
+    d.job = [this](std::uint32_t id, std::optional<long long> submitted, std::optional<std::uint32_t> user) {
+      seen_user = user;
+      seen_submitted = submitted;
+      // Job 7 is alice's.
+      return id == 7 && (!user || *user == 1001) ? std::string("{\"job_id\":7}") : std::string();
+    };
+    d.release_node = [this](const std::string& node) {
+      released = node;
+      return std::string();
+    };
+    return ControllerApi(auth, d);
+  }
+  HttpResponse ask(const std::string& method, const std::string& path, const std::string& who = "",
+                   std::multimap<std::string, std::string> query = {}) {
+    HttpRequest r;
+    r.method = method;
+    r.path = path;
+    r.query = std::move(query);
+    if (!who.empty()) r.authorization = "Munge as-" + who;
+    return api().handle(r);
+  }
+
+  Users users;
+  Munge munge;
+  Authenticator auth;
+  std::optional<std::uint32_t> seen_user = 12345;
+  std::optional<long long> seen_submitted;
+  bool seen_all = false;
+  std::string released;
+};
+
+TEST_F(ControllerApiTest, HealthAndMetricsAreOpen) {
+  EXPECT_EQ(200, ask("GET", "/healthz").status);
+  HttpResponse m = ask("GET", "/metrics");
+  EXPECT_EQ(200, m.status);
+  EXPECT_EQ("safe_controller_up 1\n", m.body);
+  EXPECT_TRUE(ControllerApi::is_inline({"GET", "/healthz", {}, "", "", ""}));
+}
+
+TEST_F(ControllerApiTest, ReadRoutesNeedACredential) {
+  for (const char* path : {"/api/v1/status", "/api/v1/jobs", "/api/v1/jobs/7"}) {
+    HttpResponse r = ask("GET", path);
+    EXPECT_EQ(401, r.status) << path;
+    EXPECT_NE(std::string::npos, r.body.find("authentication required")) << r.body;
+  }
+  HttpRequest forged;
+  forged.method = "GET";
+  forged.path = "/api/v1/jobs";
+  forged.authorization = "Munge as-mallory";
+  EXPECT_EQ(401, api().handle(forged).status);
+}
+
+TEST_F(ControllerApiTest, AUserSeesOnlyTheirOwnJobs) {
+  EXPECT_EQ(200, ask("GET", "/api/v1/jobs", "alice", {{"all", "1"}}).status);
+  EXPECT_EQ(std::optional<std::uint32_t>(1001), seen_user);
+  EXPECT_TRUE(seen_all);
+  EXPECT_EQ(200, ask("GET", "/api/v1/status", "alice").status);
+  EXPECT_EQ(std::optional<std::uint32_t>(1001), seen_user);
+  EXPECT_EQ(200, ask("GET", "/api/v1/jobs/7", "alice", {{"submitted", "900"}}).status);
+  EXPECT_EQ(std::optional<long long>(900), seen_submitted);
+  EXPECT_EQ(200, ask("GET", "/api/v1/jobs", "root").status);
+  EXPECT_EQ(std::nullopt, seen_user) << "an admin sees every job";
+  EXPECT_EQ(422, ask("GET", "/api/v1/jobs/7", "alice", {{"submitted", "x"}}).status);
+  EXPECT_EQ(404, ask("GET", "/api/v1/jobs/8", "alice").status);
+}
+
+TEST_F(ControllerApiTest, OnlyAnAdminReleasesANode) {
+  HttpResponse r = ask("POST", "/api/v1/nodes/n3/release", "alice");
+  EXPECT_EQ(403, r.status);
+  EXPECT_NE(std::string::npos, r.body.find("for administrators")) << r.body;
+  EXPECT_TRUE(released.empty());
+  EXPECT_EQ(401, ask("POST", "/api/v1/nodes/n3/release").status);
+  EXPECT_EQ(200, ask("POST", "/api/v1/nodes/n3/release", "root").status);
+  EXPECT_EQ("n3", released);
+  EXPECT_EQ(405, ask("GET", "/api/v1/nodes/n3/release", "root").status);
+}
+
+TEST_F(ControllerApiTest, UnknownRoutesAndMethods) {
+  EXPECT_EQ(404, ask("GET", "/api/v1/other", "root").status);
+  EXPECT_EQ(404, ask("GET", "/elsewhere").status);
+  EXPECT_EQ(405, ask("POST", "/api/v1/jobs", "root").status);
+  EXPECT_EQ(405, ask("DELETE", "/metrics").status);
+}
+
+}  // namespace
+}  // namespace safe

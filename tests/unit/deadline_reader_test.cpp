@@ -1,0 +1,132 @@
+// DeadlineReader: answers come from workers; a read that blocks past its deadline is answered
+// "timed out", its worker replaced, and the key is not read again until the stuck read returns.
+#include "controller/safed/deadline_reader.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace safe {
+namespace {
+
+// A gate a read can block on, as on a hung NFS server, until the test opens it.
+struct Gate {
+  std::mutex m;
+  std::condition_variable cv;
+  bool open = false;
+  void wait() {
+    std::unique_lock l(m);
+    cv.wait(l, [&] { return open; });
+  }
+  void release() {
+    std::lock_guard l(m);
+    open = true;
+    cv.notify_all();
+  }
+};
+
+class DeadlineReaderTest : public ::testing::Test {
+ protected:
+  std::atomic<long long> clock{1000};
+  DeadlineReader reader{{2, std::chrono::milliseconds(100), 3}, [this] { return clock.load(); }};
+
+  std::optional<DeadlineReader::Answer> ask(const std::string& key, const DeadlineReader::Read& read,
+                                            long long since = 1000) {
+    for (int i = 0; i < 200; ++i) {
+      auto got = reader.get(key, since, since, read, true);
+      if (got) return got;
+      reader.wait_for_urgent(std::chrono::milliseconds(20));
+    }
+    return std::nullopt;
+  }
+};
+
+TEST_F(DeadlineReaderTest, AnswersFromAWorker) {
+  auto got = ask("a", [] { return std::any(42); });
+  ASSERT_TRUE(got.has_value());
+  EXPECT_FALSE(got->timed_out);
+  EXPECT_EQ(42, std::any_cast<int>(got->value));
+  EXPECT_EQ(1000, got->started);
+}
+
+TEST_F(DeadlineReaderTest, AnAnswerOlderThanAskedForIsNotGiven) {
+  ASSERT_TRUE(ask("a", [] { return std::any(1); }));
+  clock = 1010;
+  EXPECT_FALSE(reader.get("a", 1010, 1010, [] { return std::any(2); }, true)) << "the answer from 1000 is stale";
+  auto fresh = ask("a", [] { return std::any(2); }, 1010);
+  ASSERT_TRUE(fresh.has_value());
+  EXPECT_EQ(2, std::any_cast<int>(fresh->value));
+}
+
+TEST_F(DeadlineReaderTest, AReadPastItsDeadlineIsUnknownAndDoesNotHoldOthers) {
+  auto gate = std::make_shared<Gate>();
+  std::atomic<int> calls{0};
+  auto blocked = [gate, &calls] {
+    ++calls;
+    gate->wait();
+    return std::any(std::string("late"));
+  };
+  auto first = ask("hung", blocked);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_TRUE(first->timed_out);
+  EXPECT_EQ(1, reader.stats().stuck);
+  // Other reads still go on: the stuck worker was replaced.
+  for (int i = 0; i < 5; ++i) {
+    auto other = ask("other" + std::to_string(i), [i] { return std::any(i); });
+    ASSERT_TRUE(other.has_value());
+    EXPECT_FALSE(other->timed_out);
+  }
+  // The hung key is not read again while its read is stuck.
+  for (int i = 0; i < 5; ++i) (void)reader.get("hung", 0, 1 << 30, blocked, false);
+  EXPECT_EQ(1, calls.load());
+  gate->release();
+  std::optional<DeadlineReader::Answer> late;
+  for (int i = 0; i < 100 && !(late && !late->timed_out); ++i) {
+    late = reader.get("hung", 0, 0, blocked, false);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(late.has_value());
+  EXPECT_FALSE(late->timed_out) << "the stuck read's answer arrives when it returns";
+  EXPECT_EQ("late", std::any_cast<std::string>(late->value));
+  EXPECT_EQ(0, reader.stats().stuck);
+}
+
+TEST_F(DeadlineReaderTest, StuckWorkersAreCapped) {
+  auto gate = std::make_shared<Gate>();
+  auto blocked = [gate] {
+    gate->wait();
+    return std::any();
+  };
+  // 2 workers, and up to 3 more in place of stuck ones: 5 reads can hang, each answered "timed out".
+  for (int i = 0; i < 5; ++i) {
+    auto got = ask("hung" + std::to_string(i), blocked);
+    ASSERT_TRUE(got.has_value()) << i;
+    EXPECT_TRUE(got->timed_out);
+  }
+  EXPECT_EQ(5, reader.stats().workers);
+  // Past the cap no worker is left to start a read: it stays pending (safed reads nothing more
+  // until a stuck read returns) instead of piling up threads.
+  EXPECT_FALSE(reader.get("hung5", 0, 0, blocked, false));
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  EXPECT_FALSE(reader.get("hung5", 0, 0, blocked, false));
+  EXPECT_EQ(5, reader.stats().workers);
+  gate->release();
+  std::optional<DeadlineReader::Answer> after;
+  for (int i = 0; i < 100 && !after; ++i) {
+    after = reader.get("hung5", 0, 0, blocked, false);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(after.has_value()) << "once the hung reads return, reading goes on";
+}
+
+TEST_F(DeadlineReaderTest, AThrowingReadAnswersNothing) {
+  auto got = ask("bad", []() -> std::any { throw std::runtime_error("x"); });
+  ASSERT_TRUE(got.has_value());
+  EXPECT_FALSE(got->value.has_value());
+}
+
+}  // namespace
+}  // namespace safe
