@@ -46,6 +46,16 @@ bool is_type_name(std::string_view s) {
   return true;
 }
 
+// gres/shard and gres/mps: fractions of a GPU, shared by several jobs.
+bool names_gpu_shares(std::string_view tres) {
+  for (std::string_view entry : split(tres, ',')) {
+    if (entry.starts_with("gres:") || entry.starts_with("gres/")) entry.remove_prefix(5);
+    std::string_view name = entry.substr(0, entry.find(':'));
+    if (name == "shard" || name == "mps") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::optional<long long> gpus_in_tres(std::string_view tres) {
@@ -100,6 +110,8 @@ GpuCharge charge_gpus(const GpuRequest& r, const NodeCapacity& cap) {
   long long per_task = read(r.tres_per_task, "--gpus-per-task");
   long long per_socket = read(r.tres_per_socket, "--gpus-per-socket");
   if (!out.error.empty()) return out;
+  for (const std::string* tres : {&r.tres_per_job, &r.tres_per_node, &r.tres_per_task, &r.tres_per_socket})
+    out.gpu_shares = out.gpu_shares || names_gpu_shares(*tres);
 
   bool whole = r.exclusive || r.core_spec || (cap.known && cap.whole_node);
   bool node_count_matters = whole || per_node || per_task || per_socket || r.ntasks_per_tres;
@@ -113,7 +125,12 @@ GpuCharge charge_gpus(const GpuRequest& r, const NodeCapacity& cap) {
   } else if (node_count_matters) {
     out.max_nodes = static_cast<uint32_t>(min_nodes);  // so that Slurm cannot give it more
   }
-  if (cap.known && cap.nodes > 0 && nodes > cap.nodes) nodes = cap.nodes;
+  if (cap.known && cap.nodes > 0 && nodes > cap.nodes) {
+    // Charged for the partition as it is now: bound the job to that, or a partition that grows
+    // (or a shape read while nodes were down) would let Slurm give it more than was charged.
+    nodes = cap.nodes;
+    if (node_count_matters && min_nodes <= cap.nodes) out.max_nodes = static_cast<uint32_t>(nodes);
+  }
   std::string node_text = std::to_string(nodes) + (nodes == 1 ? " node" : " nodes");
 
   long long best = per_job;

@@ -50,6 +50,9 @@ struct GpuCharge {
   // A node count the job must not exceed to stay within what it is charged (Slurm's max_nodes),
   // when the job gave none and the charge depends on its node count.
   std::optional<uint32_t> max_nodes;
+  // The job asks for shares of GPUs (gres/shard, gres/mps): on a site that configures them they
+  // run on GPUs no GPU count covers, so a workspace with a quota refuses them.
+  bool gpu_shares = false;
 };
 
 // The most GPUs Slurm can allocate to the job, which is what a workspace quota must charge: never

@@ -87,6 +87,12 @@ SubmissionReview review_submission(const SafeConfig& config, const Submission& s
     review.message = charge.error;
     return review;
   }
+  if (quota && charge.gpu_shares) {
+    review.message = "safe: workspace '" + choice.workspace->name +
+                     "' has a GPU quota, which counts whole GPUs; shares of a GPU (--gres=shard or --gres=mps) "
+                     "cannot be charged to it: ask for whole GPUs (--gpus or --gpus-per-node)";
+    return review;
+  }
   // The charge must never be less than what Slurm can give: without the partitions' shape, a
   // quota cannot be charged (an exclusive partition gives every job whole nodes).
   if (quota && !capacity.known) {

@@ -24,7 +24,7 @@ struct DeadlineReader::Shared {
     bool stuck = false;    // running past its deadline
     bool urgent = false;
     unsigned long long seq = 0;  // of the read in flight
-    SteadyClock::time_point running_since, last_asked;
+    SteadyClock::time_point queued_since, running_since, last_asked;
   };
   struct Task {
     std::string key;
@@ -103,7 +103,19 @@ DeadlineReader::~DeadlineReader() {
 void DeadlineReader::check_deadlines() {
   Shared& s = *shared_;
   auto now = SteadyClock::now();
+  bool dropped = false;
   for (auto& [key, e] : s.entries) {
+    if (e.queued && now - e.queued_since >= s.settings.deadline) {
+      // No worker took it in time (every one is busy or stuck): unknown, like a read that hung.
+      // A new seq orphans its task in the queue; the next ask queues it again.
+      e.queued = false;
+      e.seq = ++s.next_seq;
+      e.answer = Answer{s.clock(), true, {}};
+      ++s.timeouts;
+      dropped = true;
+      s.done.notify_all();
+      continue;
+    }
     if (!e.running || e.stuck || now - e.running_since < s.settings.deadline) continue;
     e.stuck = true;
     e.answer = Answer{s.clock(), true, {}};
@@ -112,6 +124,11 @@ void DeadlineReader::check_deadlines() {
     if (s.stuck <= s.settings.max_stuck) s.start_worker(shared_);
     s.done.notify_all();
   }
+  if (dropped)  // orphaned tasks would pile up while no worker is free to skip them
+    std::erase_if(s.queue, [&](const Shared::Task& t) {
+      auto it = s.entries.find(t.key);
+      return it == s.entries.end() || it->second.seq != t.seq;
+    });
 }
 
 std::optional<DeadlineReader::Answer> DeadlineReader::get(const std::string& key, long long accept_since,
@@ -124,6 +141,7 @@ std::optional<DeadlineReader::Answer> DeadlineReader::get(const std::string& key
   bool busy = e.queued || e.running;
   if (!busy && (!e.answer || e.answer->started < want_since)) {
     e.queued = true;
+    e.queued_since = SteadyClock::now();
     e.urgent = urgent;
     e.seq = ++s.next_seq;
     s.queue.push_back({key, read, e.seq});

@@ -57,14 +57,14 @@ std::string heartbeat_path(const std::string& ckpt_dir) {
   return ckpt_dir.empty() ? "" : ckpt_dir + "/.safe-heartbeat";
 }
 
-AsyncJobFiles::AsyncJobFiles(std::string evidence_dir, DeadlineReader& reader)
-    : evidence_dir_(std::move(evidence_dir)), reader_(reader) {}
+AsyncJobFiles::AsyncJobFiles(std::string evidence_dir, DeadlineReader& users, DeadlineReader& evidence)
+    : evidence_dir_(std::move(evidence_dir)), users_(users), evidence_(evidence) {}
 
 Observed<FileProgress> AsyncJobFiles::progress(const std::string& path, uid_t owner, long long since) {
   if (path.empty()) return Observed<FileProgress>::unknown("no file");
   std::string key = "progress:" + std::to_string(owner) + ":" + path;
   // Asked every pass: the answer the last pass asked for will do, and a new one is on its way.
-  auto answer = reader_.get(key, since, kAlways, [path, owner]() -> std::any {
+  auto answer = users_.get(key, since, kAlways, [path, owner]() -> std::any {
     auto info = stat_user_file(path, owner);
     if (!info) return Observed<FileProgress>::unknown(info.error());
     return Observed<FileProgress>::known({info->size, info->mtime});
@@ -76,7 +76,7 @@ Observed<long long> AsyncJobFiles::newest_checkpoint_ns(const std::string& dir, 
                                                         uid_t owner, long long since) {
   if (dir.empty()) return Observed<long long>::known(0);
   std::string key = "checkpoint:" + std::to_string(owner) + ":" + marker + ":" + dir;
-  auto answer = reader_.get(key, since, since, [dir, marker, owner]() -> std::any {
+  auto answer = users_.get(key, since, since, [dir, marker, owner]() -> std::any {
     auto newest = newest_complete_checkpoint(dir, marker, owner);
     if (!newest) return Observed<long long>::unknown(newest.error());
     return Observed<long long>::known(newest->marker_mtime_ns);
@@ -92,7 +92,7 @@ Observed<std::vector<NodeFault>> AsyncJobFiles::epilog_evidence(std::uint32_t jo
   std::string key = "epilog:" + std::to_string(job_id) + ":" + std::to_string(attempt_start);
   for (const auto& n : nodes) key += ":" + n;
   std::string dir = evidence_dir_;
-  auto answer = reader_.get(key, since, since, [dir, job_id, nodes, attempt_start]() -> std::any {
+  auto answer = evidence_.get(key, since, since, [dir, job_id, nodes, attempt_start]() -> std::any {
     Faults out;
     for (const std::string& node : nodes) {
       if (!plain_name(node)) continue;
@@ -120,7 +120,7 @@ Observed<std::optional<NodeFault>> AsyncJobFiles::prolog_refusal(std::uint32_t j
   if (evidence_dir_.empty()) return Observed<Refusal>::known(std::nullopt);
   std::string path = evidence_dir_ + "/" + prolog_evidence_name(std::to_string(job_id));
   std::string key = "prolog:" + std::to_string(job_id) + ":" + std::to_string(restart_count);
-  auto answer = reader_.get(key, since, since, [path, restart_count]() -> std::any {
+  auto answer = evidence_.get(key, since, since, [path, restart_count]() -> std::any {
     auto data = read_user_file(path, kEvidenceOwner, kMaxEvidenceBytes);
     if (!data) return Observed<Refusal>::known(std::nullopt);
     JsonDoc doc(json_loadb(data->data(), data->size(), 0, nullptr));
@@ -137,7 +137,7 @@ Observed<std::optional<NodeFault>> AsyncJobFiles::prolog_refusal(std::uint32_t j
 Observed<std::string> AsyncJobFiles::tail(const std::string& path, uid_t owner, std::size_t max_bytes, long long since) {
   if (path.empty()) return Observed<std::string>::unknown("no file");
   std::string key = "tail:" + std::to_string(owner) + ":" + std::to_string(max_bytes) + ":" + path;
-  auto answer = reader_.get(key, since, since, [path, owner, max_bytes]() -> std::any {
+  auto answer = users_.get(key, since, since, [path, owner, max_bytes]() -> std::any {
     auto data = read_user_file_tail(path, owner, max_bytes);
     if (!data) return Observed<std::string>::unknown(data.error());
     return Observed<std::string>::known(std::move(*data));
@@ -149,7 +149,7 @@ void AsyncJobFiles::forget_evidence(std::uint32_t job_id, const std::string& nod
   if (evidence_dir_.empty()) return;
   std::string id = std::to_string(job_id), dir = evidence_dir_;
   // unlink() of a name, never followed: a link planted there is removed, not its target.
-  (void)reader_.get("forget:" + id + ":" + nodes, 0, kAlways, [dir, id, nodes]() -> std::any {
+  (void)evidence_.get("forget:" + id + ":" + nodes, 0, kAlways, [dir, id, nodes]() -> std::any {
     unlink((dir + "/" + prolog_evidence_name(id)).c_str());
     for (const auto& n : expand_hostlist(nodes))
       if (plain_name(n)) unlink((dir + "/" + epilog_evidence_name(id, n)).c_str());
@@ -160,7 +160,7 @@ void AsyncJobFiles::forget_evidence(std::uint32_t job_id, const std::string& nod
 void AsyncJobFiles::sweep_evidence(long long before, std::size_t max_entries) {
   if (evidence_dir_.empty()) return;
   std::string dir = evidence_dir_;
-  (void)reader_.get("sweep:" + dir, 0, kAlways, [dir, before, max_entries]() -> std::any {
+  (void)evidence_.get("sweep:" + dir, 0, kAlways, [dir, before, max_entries]() -> std::any {
     int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0) return {};
     DIR* d = fdopendir(dfd);
@@ -172,7 +172,8 @@ void AsyncJobFiles::sweep_evidence(long long before, std::size_t max_entries) {
     while (dirent* e = readdir(d)) {
       if (++seen > max_entries) break;
       std::string name = e->d_name;
-      if (!name.ends_with(".json") && !name.ends_with(".tmp")) continue;
+      // Records, and the temporary names (`<record>.json.XXXXXX`) of writers that died mid-write.
+      if (!name.ends_with(".json") && !name.ends_with(".tmp") && name.find(".json.") == std::string::npos) continue;
       struct stat st {};
       if (fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_mtime < before)
         unlinkat(dfd, name.c_str(), 0);

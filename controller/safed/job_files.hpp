@@ -68,11 +68,13 @@ class JobFiles {
 // The heartbeat file a job may touch to show progress: <ckpt_dir>/.safe-heartbeat.
 std::string heartbeat_path(const std::string& ckpt_dir);
 
-// Real files, read on `reader`'s workers: evidence from `evidence_dir` (root's, written by the
-// node programs), everything else as the job's user's.
+// Real files, read on DeadlineReader workers: users' files (as the job's user's) on `users`,
+// evidence from `evidence_dir` (root's, written by the node programs) on `evidence`, so that
+// users' hung mounts, which can take every worker of one reader, never hold up the evidence
+// that classifies a failure.
 class AsyncJobFiles final : public JobFiles {
  public:
-  AsyncJobFiles(std::string evidence_dir, DeadlineReader& reader);
+  AsyncJobFiles(std::string evidence_dir, DeadlineReader& users, DeadlineReader& evidence);
   Observed<FileProgress> progress(const std::string& path, uid_t owner, long long since) override;
   Observed<long long> newest_checkpoint_ns(const std::string& dir, const std::string& marker, uid_t owner,
                                            long long since) override;
@@ -88,7 +90,8 @@ class AsyncJobFiles final : public JobFiles {
 
  private:
   std::string evidence_dir_;
-  DeadlineReader& reader_;
+  DeadlineReader& users_;
+  DeadlineReader& evidence_;
 };
 
 }  // namespace safe

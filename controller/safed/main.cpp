@@ -126,8 +126,9 @@ int main(int argc, char** argv) {
     safe::StateStore read_store(db_path);  // the HTTP thread's own connection (WAL: readers do not block)
     auto slurm = safe::make_libslurm_client();
     // Job files are read on workers with a deadline, never under `mutex` (deadline_reader.hpp).
-    safe::DeadlineReader reader({}, now_s);
-    safe::AsyncJobFiles files(config.health.state_dir + "/evidence", reader);
+    safe::DeadlineReader user_reader({}, now_s);
+    safe::DeadlineReader evidence_reader({}, now_s);
+    safe::AsyncJobFiles files(config.health.state_dir + "/evidence", user_reader, evidence_reader);
     safe::JobUserCache user_cache;
     auto make_planner = [&](const safe::SafeConfig& c) {
       auto p = std::make_unique<safe::FailoverPlanner>(c, *slurm, store, files);
@@ -266,7 +267,8 @@ int main(int argc, char** argv) {
         log_line(std::string("safed: pruning the state store failed: ") + e.what());
       }
       files.sweep_evidence(now - 7 * 86400, 100000);
-      reader.forget_idle(std::chrono::seconds(600));
+      user_reader.forget_idle(std::chrono::seconds(600));
+      evidence_reader.forget_idle(std::chrono::seconds(600));
     };
     while (!g_stop) {
       if (g_reload.exchange(false)) {
@@ -338,7 +340,8 @@ int main(int argc, char** argv) {
       }
       // Reads a pass is waiting for (the evidence of an attempt that just ended, a checkpoint)
       // usually take a millisecond: wait for them, without the lock, and pass again at once.
-      if (reader.wait_for_urgent(std::chrono::milliseconds(250))) continue;
+      bool evidence_answered = evidence_reader.wait_for_urgent(std::chrono::milliseconds(250));
+      if (user_reader.wait_for_urgent(std::chrono::milliseconds(250)) || evidence_answered) continue;
       int delay_ms = planner->config().controller.poll_interval_ms;
       if (failures) delay_ms = std::min(30000, delay_ms << std::min(failures, 5));
       next += std::chrono::milliseconds(delay_ms);

@@ -5,6 +5,7 @@
 # workspace's however a job reaches it. As ordinary users made by the test: safe-member (a member
 # of ml) and safe-outsider (a member of nothing).
 #   --exclusive without a GPU request: Slurm gives it every GPU of the node; charged 8.
+#   --exclusive=user without one: Slurm gives it no GPU; charged none.
 #   -N1-2 --gpus-per-node=8: Slurm may give it 16; charged 16, so refused over ml's quota of 8.
 #   -n 2 without -N: charged for 2 nodes; no -N and no -n: bounded to the one node charged.
 #   -p research without --safe-workspace: research's policy applies (membership, quota license).
@@ -37,6 +38,15 @@ assert_contains "$(scontrol show job -d "$excl")" "GRES=gpu:8(IDX:0-7)" "what Sl
 excl2=$(as safe-member sbatch --parsable --job-name=safe-qforms --safe-workspace=ml --exclusive -o /dev/null --wrap true)
 wait_for "[[ \$(job_field $excl2 Reason) == Licenses ]]" 30
 scancel "$excl" "$excl2"
+# --exclusive=user only keeps other users off the node: Slurm gives it no GPU it did not ask for,
+# so it is charged none (what docs/user-guide.md says; this checks it on the Slurm built against).
+xuser=$(as safe-member sbatch --parsable --job-name=safe-qforms --safe-workspace=ml --exclusive=user -o /dev/null \
+    --wrap "$hold")
+wait_for "[[ \$(job_field $xuser JobState) == RUNNING ]]" 30
+[[ $(scontrol show job -d "$xuser") != *"GRES=gpu"* ]] ||
+    fail "Slurm gave an --exclusive=user job GPUs it did not ask for: $(scontrol show job -d "$xuser" | grep GRES)"
+[[ $(licenses_of "$xuser") != *safe_ws_* ]] || fail "an --exclusive=user job without GPUs was charged: $(licenses_of "$xuser")"
+scancel "$xuser"
 
 # A node range is charged at its maximum.
 expect_failure "safe: the job can get 16 GPUs (2 nodes x 8 GPUs) but workspace 'ml' has a quota of 8" \

@@ -89,6 +89,8 @@ wait_for "[[ \$(squeue -h -j $other -o %T) == RUNNING ]]" 30
 jid=$(sbatch --parsable -w n1 --gpus=1 --safe-health=strict -o "$tmp/out3" --wrap 'echo "ran on $SLURMD_NODENAME"')
 wait_for '[[ $(job_field JobState) == COMPLETED ]]' 60 job_story
 assert_contains "$(cat "$tmp/out3")" "ran on n2"
+# The output is opened for appending (SaFE's requeue setting): a start on n1 would show here.
+[[ $(cat "$tmp/out3") != *"ran on n1"* ]] || fail "the refused job's script ran on n1: $(cat "$tmp/out3")"
 assert_contains "$(scontrol show job "$jid")" "retries=0/0"
 assert_contains "$(safectl job "$jid")" "(refused by safe-prolog)" "the strict refusal, as safed read it"
 assert_contains "$(scontrol show job "$jid")" "n1 dropped from the required nodes" "n1 dropped from the job's -w"

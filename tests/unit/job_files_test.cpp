@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -20,7 +22,7 @@ constexpr uid_t kOther = 65534;  // nobody
 class JobFilesTest : public ::testing::Test {
  protected:
   JobFilesTest() : reader({2, std::chrono::milliseconds(2000), 4}, [this] { return clock.load(); }),
-                   files((dir() / "evidence").string(), reader) {
+                   files((dir() / "evidence").string(), reader, reader) {
     std::filesystem::create_directories(dir() / "evidence");
   }
   ~JobFilesTest() override { std::filesystem::remove_all(dir()); }
@@ -74,6 +76,53 @@ TEST_F(JobFilesTest, ReadsCriticalEvidenceOfTheJobsAttemptFromEachNode) {
   EXPECT_EQ("n4", faults.value[1].node);
   auto broken = settled([&](long long since) { return files.epilog_evidence(43, {"n3"}, 0, since); });
   EXPECT_TRUE(broken.is_known() && broken.value.empty()) << "unreadable evidence is ignored";
+}
+
+TEST_F(JobFilesTest, EvidenceIsReadWhileUsersFilesHoldEveryWorker) {
+  // Users' files on a hung mount take every worker of their reader (1 worker, none to replace a
+  // stuck one); the evidence that classifies a failure is read on its own reader all the same.
+  DeadlineReader users({1, std::chrono::milliseconds(50), 0}, [this] { return clock.load(); });
+  DeadlineReader evidence({1, std::chrono::milliseconds(2000), 4}, [this] { return clock.load(); });
+  AsyncJobFiles split((dir() / "evidence").string(), users, evidence);
+  struct Gate {
+    std::mutex m;
+    std::condition_variable cv;
+    bool open = false;
+  };
+  auto gate = std::make_shared<Gate>();  // outlives the test: the stuck worker holds it
+  (void)users.get("hung mount", 0, 0, [gate] {
+    std::unique_lock l(gate->m);
+    gate->cv.wait(l, [&] { return gate->open; });
+    return std::any();
+  }, true);
+  users.wait_for_urgent(std::chrono::milliseconds(500));
+  ASSERT_EQ(1, users.stats().stuck);
+  long long now = std::time(nullptr);
+  write(dir() / "evidence/44.n1.epilog.json",
+        R"({"node": "n1", "time": )" + std::to_string(now) +
+            R"(, "failing_checks": [{"check": "gpu_lost", "severity": "critical", "detail": "gpu0"}]})");
+  Observed<std::vector<NodeFault>> faults;
+  for (int i = 0; i < 100 && faults.is_pending(); ++i) {
+    faults = split.epilog_evidence(44, {"n1"}, now - 60, 1000);
+    evidence.wait_for_urgent(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(faults.is_known()) << faults.why;
+  ASSERT_EQ(1u, faults.value.size());
+  EXPECT_EQ("n1", faults.value[0].node);
+  // A user's file asked for now is answered too: "unknown" after one deadline, never pending.
+  write(dir() / "out.txt", "step 1");
+  Observed<FileProgress> progress;
+  for (int i = 0; i < 100 && progress.is_pending(); ++i) {
+    progress = split.progress((dir() / "out.txt").string(), me, 1000);
+    usleep(10000);
+  }
+  EXPECT_FALSE(progress.is_pending());
+  EXPECT_EQ("the read timed out", progress.why) << "no worker was free to read it";
+  {
+    std::lock_guard l(gate->m);
+    gate->open = true;
+  }
+  gate->cv.notify_all();
 }
 
 TEST_F(JobFilesTest, EvidenceNotWrittenByRootIsIgnored) {
@@ -158,13 +207,20 @@ TEST_F(JobFilesTest, ForgettingEvidenceDeletesTheJobsFilesOnly) {
 }
 
 TEST_F(JobFilesTest, SweepDeletesOldEvidenceOnly) {
-  write(dir() / "evidence/1.n1.epilog.json", "{}");
+  // An old record, and the temporary name of a writer that died before its rename.
+  for (const char* old : {"evidence/1.n1.epilog.json", "evidence/3.n1.epilog.json.Ab12Cd"}) {
+    write(dir() / old, "{}");
+    std::filesystem::last_write_time(dir() / old, std::filesystem::file_time_type::clock::now() - std::chrono::hours(24 * 8));
+  }
   write(dir() / "evidence/2.n1.epilog.json", "{}");
-  std::filesystem::last_write_time(dir() / "evidence/1.n1.epilog.json",
-                                   std::filesystem::file_time_type::clock::now() - std::chrono::hours(24 * 8));
   files.sweep_evidence(static_cast<long long>(std::time(nullptr)) - 7 * 86400, 1000);
-  for (int i = 0; i < 100 && std::filesystem::exists(dir() / "evidence/1.n1.epilog.json"); ++i) usleep(10000);
+  auto left = [&] {
+    return std::filesystem::exists(dir() / "evidence/1.n1.epilog.json") ||
+           std::filesystem::exists(dir() / "evidence/3.n1.epilog.json.Ab12Cd");
+  };
+  for (int i = 0; i < 100 && left(); ++i) usleep(10000);
   EXPECT_FALSE(std::filesystem::exists(dir() / "evidence/1.n1.epilog.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir() / "evidence/3.n1.epilog.json.Ab12Cd"));
   EXPECT_TRUE(std::filesystem::exists(dir() / "evidence/2.n1.epilog.json"));
 }
 

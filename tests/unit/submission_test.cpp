@@ -140,6 +140,24 @@ TEST(Submission, AnUnboundedNodeCountIsBoundedToWhatIsCharged) {
   EXPECT_EQ(r.message, "");
 }
 
+// A share of a GPU (gres/shard, gres/mps) runs on GPUs no whole-GPU count covers: a quota
+// refuses it; outside a quota it is Slurm's business.
+TEST(Submission, SharesOfAGpuAreRefusedInAWorkspaceWithAQuota) {
+  for (const char* tres : {"gres:shard:4", "gres/mps:100", "gres:gpu:1,gres:shard:2"}) {
+    Submission s = ml_job();
+    s.gpus.tres_per_node = tres;
+    SubmissionReview r = review_submission(config(), s, kAlice, &kShape);
+    EXPECT_FALSE(r.accepted) << tres;
+    EXPECT_NE(r.message.find("shares of a GPU (--gres=shard or --gres=mps) cannot be charged"), std::string::npos)
+        << r.message;
+  }
+  Submission s;
+  s.spank_env = {"_SLURM_SPANK_OPTION_safe_safe_workspace=cv"};
+  s.gpus.tres_per_node = "gres:shard:4";
+  SubmissionReview r = review_submission(config(), s, JobUser{"bob", {}}, &kShape);
+  EXPECT_TRUE(r.accepted) << "cv has no quota: " << r.message;
+}
+
 // Slurm tests each component's licenses on its own and starts them together (measured on 22.05:
 // two components of 8 GPUs ran at once on a quota of 8), so a quota may be charged once per job.
 TEST(Submission, AHeterogeneousJobTakesGpusFromAQuotaInOneComponentOnly) {
