@@ -36,6 +36,8 @@ deps() {
   for pkg in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
   done
+  # The Kubernetes schema test runs node and npm: Debian's, unless the machine has its own.
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then missing+=(nodejs npm); fi
   ((${#missing[@]} == 0)) && return 0
   [[ $(id -u) == 0 ]] || die "missing packages (${missing[*]}); run as root: sudo $0 deps"
   log "installing ${#missing[@]} Debian packages: ${missing[*]}"

@@ -36,10 +36,7 @@ std::string to_json(const ClusterShape& shape) {
     json_array_append_new(parts, o);
   }
   json_set(root.get(), "partitions", parts);
-  char* text = json_dumps(root.get(), JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-  std::string out = text ? text : "{}";
-  free(text);
-  return out + "\n";
+  return json_document(root.get(), JSON_INDENT(1) | JSON_PRESERVE_ORDER);
 }
 
 std::optional<ClusterShape> parse_cluster_shape(std::string_view text) {

@@ -9,6 +9,9 @@
 
 namespace safe {
 
+// The most automatic requeues a job may have (--safe-retries, max_retries in safe.yaml).
+constexpr int kMaxRetries = 50;
+
 enum class HealthLevel { strict, standard, off };
 enum class GpuBackendKind { auto_detect, rsmi, nvml, sim };
 
@@ -31,7 +34,7 @@ struct WorkspaceConfig {
 struct AdmissionConfig {
   bool require_workspace = false;
   int default_retries = 0;  // for jobs outside any workspace
-  int max_retries = 50;
+  int max_retries = kMaxRetries;
   HealthLevel default_health = HealthLevel::standard;
 };
 

@@ -345,8 +345,8 @@ void read_health_level(MapScope& s, const char* key, HealthLevel& out) {
 
 // Retry defaults and caps, read the same way for a workspace and for jobs outside workspaces.
 void read_retry_policy(MapScope& s, int& default_retries, int& max_retries, HealthLevel& default_health) {
-  s.integer("default_retries", default_retries, 0, 50);
-  s.integer("max_retries", max_retries, 0, 50);
+  s.integer("default_retries", default_retries, 0, kMaxRetries);
+  s.integer("max_retries", max_retries, 0, kMaxRetries);
   read_health_level(s, "default_health", default_health);
   if (default_retries > max_retries)
     s.context().error(s.mark_of("default_retries"), s.name("default_retries") + ": " + std::to_string(default_retries) +

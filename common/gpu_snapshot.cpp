@@ -6,14 +6,10 @@
 #include <memory>
 
 #include "common/json_utf8.hpp"
+#include "common/json_value.hpp"
 
 namespace safe {
 namespace {
-
-struct JsonDeleter {
-  void operator()(json_t* j) const { json_decref(j); }
-};
-using JsonPtr = std::unique_ptr<json_t, JsonDeleter>;
 
 void set_int(json_t* o, const char* key, long long v) { json_object_set_new(o, key, json_integer(v)); }
 
@@ -33,7 +29,7 @@ std::string get_string(json_t* o, const char* key) {
 }  // namespace
 
 std::string to_json(const GpuSnapshot& s) {
-  JsonPtr root(json_object());
+  Json root(json_object());
   json_object_set_new(root.get(), "backend", json_utf8(s.backend));
   json_object_set_new(root.get(), "ok", json_boolean(s.ok));
   if (!s.error.empty()) json_object_set_new(root.get(), "error", json_utf8(s.error));
@@ -76,15 +72,12 @@ std::string to_json(const GpuSnapshot& s) {
     json_array_append_new(gpus, o);
   }
   json_object_set_new(root.get(), "gpus", gpus);
-  char* text = json_dumps(root.get(), JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-  std::string out = text ? text : "{}";
-  free(text);
-  return out + "\n";
+  return json_document(root.get(), JSON_INDENT(1) | JSON_PRESERVE_ORDER);
 }
 
 std::optional<GpuSnapshot> gpu_snapshot_from_json(std::string_view text, std::string& error) {
   json_error_t jerr;
-  JsonPtr root(json_loadb(text.data(), text.size(), 0, &jerr));
+  Json root(json_loadb(text.data(), text.size(), 0, &jerr));
   if (!root) {
     error = "line " + std::to_string(jerr.line) + ": " + jerr.text;
     return std::nullopt;

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "common/json_utf8.hpp"
+#include "common/json_value.hpp"
 
 namespace safe {
 
@@ -60,14 +61,8 @@ RunVerdict apply_run(HealthHistory& history, const std::vector<CheckResult>& res
   return verdict;
 }
 
-namespace {
-struct JsonDeleter {
-  void operator()(json_t* j) const { json_decref(j); }
-};
-}  // namespace
-
 std::string to_json(const HealthHistory& history) {
-  std::unique_ptr<json_t, JsonDeleter> root(json_object());
+  Json root(json_object());
   json_object_set_new(root.get(), "slurmd_instance", json_utf8(history.slurmd_instance));
   json_object_set_new(root.get(), "last_run", json_integer(history.last_run));
   json_object_set_new(root.get(), "clean_runs", json_integer(history.clean_runs));
@@ -82,16 +77,13 @@ std::string to_json(const HealthHistory& history) {
     json_object_set_new(checks, name.c_str(), o);
   }
   json_object_set_new(root.get(), "checks", checks);
-  char* text = json_dumps(root.get(), JSON_INDENT(1) | JSON_SORT_KEYS);
-  std::string out = text ? text : "{}";
-  free(text);
-  return out + "\n";
+  return json_document(root.get(), JSON_INDENT(1) | JSON_SORT_KEYS);
 }
 
 HealthHistory health_history_from_json(std::string_view text) {
   HealthHistory history;
   json_error_t err;
-  std::unique_ptr<json_t, JsonDeleter> root(json_loadb(text.data(), text.size(), 0, &err));
+  Json root(json_loadb(text.data(), text.size(), 0, &err));
   if (!root || !json_is_object(root.get())) return history;
   if (json_t* v = json_object_get(root.get(), "slurmd_instance"); json_is_string(v))
     history.slurmd_instance = json_string_value(v);

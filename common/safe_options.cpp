@@ -21,6 +21,8 @@ constexpr OptionSpec kSpecs[] = {
     {SafeOption::hang_timeout, "safe-hang-timeout", "SAFE_HANG_TIMEOUT", "SECS",
      "requeue the job when it makes no progress for SECS seconds (0 = off)"},
 };
+static_assert(std::size(kSpecs) == kSafeOptionCount, "one spec per SafeOption");
+static_assert(kMaxRetries == 50, "the --safe-retries usage text above says 0..50");
 
 std::optional<long long> parse_decimal(std::string_view text) {
   if (text.empty() || text.size() > 12) return std::nullopt;
@@ -90,7 +92,7 @@ std::optional<std::string> parse_option(SafeOptions& options, SafeOption id, std
       return std::nullopt;
     case SafeOption::retries: {
       auto n = parse_decimal(value);
-      if (!n || *n < 0 || *n > kMaxRetries) return problem(spec, "expects an integer 0..50", value);
+      if (!n || *n < 0 || *n > kMaxRetries) return problem(spec, "expects an integer 0.." + std::to_string(kMaxRetries), value);
       options.retries = static_cast<int>(*n);
       return std::nullopt;
     }

@@ -3,6 +3,7 @@
 // REST bridge. Messages are the ones users see, so they say what is allowed.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <span>
 #include <string>
@@ -14,6 +15,8 @@
 namespace safe {
 
 enum class SafeOption { workspace, retries, ckpt_dir, ckpt_signal, health, hang_timeout };
+// How many there are: the SPANK plugin keeps a flag per option.
+constexpr std::size_t kSafeOptionCount = static_cast<std::size_t>(SafeOption::hang_timeout) + 1;
 
 struct OptionSpec {
   SafeOption id;
@@ -33,7 +36,6 @@ struct CheckpointSignal {
   bool operator==(const CheckpointSignal&) const = default;
 };
 
-constexpr int kMaxRetries = 50;
 constexpr int kMaxHangTimeoutSeconds = 7 * 86400;
 constexpr int kMaxSignalLeadSeconds = 65535;
 

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "common/json_utf8.hpp"
+#include "common/json_value.hpp"
 #include "healthcheck/host_checks.hpp"
 #include "healthcheck/hwloc_numa.hpp"
 #include "healthcheck/kmsg_check.hpp"
@@ -261,7 +262,8 @@ std::string summary_line(const RunReport& r) {
 }
 
 std::string report_json(const RunReport& r) {
-  json_t* root = json_object();
+  Json owner(json_object());
+  json_t* root = owner.get();
   json_object_set_new(root, "node", json_utf8(r.node));
   json_object_set_new(root, "time", json_integer(r.time));
   json_object_set_new(root, "status", json_utf8(r.status));
@@ -287,11 +289,7 @@ std::string report_json(const RunReport& r) {
   json_object_set_new(action, "ok", json_boolean(r.action_ok));
   if (!r.action_error.empty()) json_object_set_new(action, "error", json_utf8(r.action_error));
   json_object_set_new(root, "action", action);
-  char* text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-  std::string out = text ? text : "{}";
-  free(text);
-  json_decref(root);
-  return out + "\n";
+  return json_document(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
 }
 
 }  // namespace safe

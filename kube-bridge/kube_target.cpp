@@ -528,7 +528,6 @@ void KubeTarget::watch_loop(const std::string& collection, bool pods) {
                                      return !stopping_.load();
                                    });
     if (r.status == 410) rv.clear();
-    watch_restarts_++;
     if (r.status == 0 || r.status >= 500) std::this_thread::sleep_for(std::chrono::milliseconds(500));
     // Informer-style resync: catches anything a watch could not express (none expected).
     if (std::chrono::steady_clock::now() - last_resync > std::chrono::seconds(60)) {

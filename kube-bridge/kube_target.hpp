@@ -61,7 +61,6 @@ class KubeTarget {
   void start();
   void reconcile(const std::string& name);
   void reconcile_all();
-  long long watch_restarts() const { return watch_restarts_; }
 
  private:
   void watch_loop(const std::string& collection, bool pods);
@@ -96,7 +95,6 @@ class KubeTarget {
   std::map<std::string, HangWatch> hang_watch_;
   std::atomic<bool> recovered_{false};
   std::atomic<bool> stopping_{false};
-  std::atomic<long long> watch_restarts_{0};
 };
 
 }  // namespace safe::bridge

@@ -70,7 +70,6 @@ template <typename T>
 struct SlurmResult {
   std::optional<T> value;
   std::string error;  // what failed, for the API's error body
-  int errno_value = 0;
   bool access_denied = false;  // Slurm's ESLURM_ACCESS_DENIED: job_submit_safe refused the job
 };
 

@@ -94,51 +94,51 @@ SlurmResult<std::uint32_t> LibSlurmClient::submit(const SlurmJobRequest& r) {
   std::lock_guard lock(mutex_);
   if (slurm_submit_batch_job(&desc, &resp) != SLURM_SUCCESS) {
     int e = slurm_get_errno();
-    return {std::nullopt, slurm_strerror(e), e, e == ESLURM_ACCESS_DENIED};
+    return {std::nullopt, slurm_strerror(e), e == ESLURM_ACCESS_DENIED};
   }
   std::uint32_t id = resp->job_id;
   slurm_free_submit_response_response_msg(resp);
   jobs_.reset();  // the next read sees the new job
-  return {id, "", 0, false};
+  return {id, "", false};
 }
 
 SlurmResult<JobSnapshot> LibSlurmClient::jobs() {
   std::lock_guard lock(mutex_);
   auto now = std::chrono::steady_clock::now();
-  if (jobs_ && now - jobs_at_ < ttl_) return {jobs_, "", 0};
+  if (jobs_ && now - jobs_at_ < ttl_) return {jobs_, ""};
   std::string error;
   auto read = reader_->load_jobs(error);
-  if (!read) return {std::nullopt, error, slurm_get_errno()};
+  if (!read) return {std::nullopt, error};
   auto out = std::make_shared<std::vector<SlurmJob>>();
   out->reserve(read->size());
   for (const auto& j : *read) out->push_back(to_bridge(j));
   jobs_ = out;
   jobs_at_ = now;
-  return {jobs_, "", 0};
+  return {jobs_, ""};
 }
 
 SlurmResult<std::vector<SlurmNode>> LibSlurmClient::nodes() {
   std::lock_guard lock(mutex_);
   auto now = std::chrono::steady_clock::now();
-  if (nodes_ && now - nodes_at_ < ttl_) return {*nodes_, "", 0};
+  if (nodes_ && now - nodes_at_ < ttl_) return {*nodes_, ""};
   std::string error;
   auto read = reader_->load_nodes(error);
-  if (!read) return {std::nullopt, error, slurm_get_errno()};
+  if (!read) return {std::nullopt, error};
   auto out = std::make_shared<std::vector<SlurmNode>>();
   for (const auto& n : *read) out->push_back({n.name, n.state, n.reason, n.gres, n.cpus});
   nodes_ = out;
   nodes_at_ = now;
-  return {*nodes_, "", 0};
+  return {*nodes_, ""};
 }
 
 SlurmResult<std::vector<SlurmLicense>> LibSlurmClient::licenses() {
   std::lock_guard lock(mutex_);
   std::string error;
   auto read = reader_->load_licenses(error);
-  if (!read) return {std::nullopt, error, slurm_get_errno()};
+  if (!read) return {std::nullopt, error};
   std::vector<SlurmLicense> out;
   for (const auto& l : *read) out.push_back({l.name, static_cast<int>(l.total), static_cast<int>(l.in_use)});
-  return {out, "", 0};
+  return {out, ""};
 }
 
 SlurmResult<bool> LibSlurmClient::cancel(std::uint32_t job_id) {
@@ -147,10 +147,10 @@ SlurmResult<bool> LibSlurmClient::cancel(std::uint32_t job_id) {
   if (slurm_kill_job(job_id, SIGKILL, 0) != SLURM_SUCCESS) {
     int e = slurm_get_errno();
     // Already finished: cancelling is done.
-    if (e == ESLURM_ALREADY_DONE) return {true, "", 0};
-    return {std::nullopt, slurm_strerror(e), e};
+    if (e == ESLURM_ALREADY_DONE) return {true, ""};
+    return {std::nullopt, slurm_strerror(e)};
   }
-  return {true, "", 0};
+  return {true, ""};
 }
 
 }  // namespace safe::bridge

@@ -9,11 +9,13 @@
 
 #include "common/evidence_files.hpp"
 #include "common/json_utf8.hpp"
+#include "common/json_value.hpp"
 
 namespace safe {
 
 std::string to_json(const JobEvidence& e) {
-  json_t* root = json_object();
+  Json owner(json_object());
+  json_t* root = owner.get();
   json_object_set_new(root, "job_id", json_utf8(e.job_id));
   json_object_set_new(root, "node", json_utf8(e.node));
   json_object_set_new(root, "stage", json_utf8(e.stage));
@@ -38,11 +40,7 @@ std::string to_json(const JobEvidence& e) {
   json_object_set_new(root, "stray_pids_killed", pids);
   json_object_set_new(root, "action", json_utf8(e.action));
   json_object_set_new(root, "reason", json_utf8(e.reason));
-  char* text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-  std::string out = text ? text : "{}";
-  free(text);
-  json_decref(root);
-  return out + "\n";
+  return json_document(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
 }
 
 std::string evidence_path(const std::string& state_dir, const JobEvidence& e) {

@@ -39,11 +39,9 @@ extern const unsigned int spank_plugin_version = 1;
 
 namespace {
 
-constexpr std::size_t kOptionCount = 6;
-
 struct PluginState {
   safe::SafeOptions given;                  // values from the command line (or #SBATCH lines)
-  std::array<bool, kOptionCount> seen{};    // which options the command line gave
+  std::array<bool, safe::kSafeOptionCount> seen{};    // which options the command line gave
   std::string config_path;                  // plugstack argument config=PATH, else $SAFE_CONFIG
 };
 PluginState g_state;
@@ -53,7 +51,7 @@ int option_index(safe::SafeOption id) { return static_cast<int>(id); }
 // Slurm may call this twice with the same value: it only records, so that is harmless.
 int on_option(int val, const char* optarg, int remote) noexcept {
   try {
-    if (val < 0 || val >= static_cast<int>(kOptionCount)) return -1;
+    if (val < 0 || val >= static_cast<int>(safe::kSafeOptionCount)) return -1;
     auto id = static_cast<safe::SafeOption>(val);
     if (auto error = safe::parse_option(g_state.given, id, optarg ? optarg : "")) {
       slurm_error("%s", error->c_str());

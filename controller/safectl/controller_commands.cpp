@@ -15,6 +15,7 @@
 #include "common/config.hpp"
 #include "common/job_metadata.hpp"
 #include "common/json_utf8.hpp"
+#include "common/json_value.hpp"
 #include "common/lemon_detection.hpp"
 #include "controller/safectl/commands.hpp"
 #include "controller/safed/failover_planner.hpp"
@@ -24,8 +25,6 @@ namespace po = boost::program_options;
 
 namespace safe::ctl {
 namespace {
-
-using Json = std::unique_ptr<json_t, decltype(&json_decref)>;
 
 struct Common {
   std::string url;
@@ -84,7 +83,7 @@ std::optional<std::string> call(const Common& c, const std::string& method, cons
 // what it said.
 bool refused(int status, const std::string& body) {
   if (status == 200) return false;
-  Json root(json_loads(body.c_str(), 0, nullptr), json_decref);
+  Json root(json_loads(body.c_str(), 0, nullptr));
   const char* message = root ? json_string_value(json_object_get(root.get(), "error")) : nullptr;
   std::cerr << (message ? std::string(message) : "safectl: safed answered HTTP " + std::to_string(status)) << "\n";
   return true;
@@ -168,7 +167,7 @@ int status(const std::vector<std::string>& args) {
   auto body = call(c, "GET", "/api/v1/status", http);
   if (body && refused(http, *body)) return 1;
   json_error_t err;
-  Json root(nullptr, json_decref);
+  Json root;
   if (body) {
     root.reset(json_loads(body->c_str(), 0, &err));
   } else {
@@ -197,9 +196,7 @@ int status(const std::vector<std::string>& args) {
     return 1;
   }
   if (c.json) {
-    char* text = json_dumps(root.get(), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    std::cout << text << "\n";
-    free(text);
+    std::cout << json_dump(root.get(), JSON_INDENT(2) | JSON_PRESERVE_ORDER) << "\n";
     return 0;
   }
   if (json_t* ctl = json_object_get(root.get(), "controller")) {
@@ -243,7 +240,7 @@ int jobs(const std::vector<std::string>& args) {
   int http = 0;
   auto body = call(c, "GET", all ? "/api/v1/jobs?all=1" : "/api/v1/jobs", http);
   if (body && refused(http, *body)) return 1;
-  Json root(nullptr, json_decref);
+  Json root;
   json_t* list = nullptr;
   if (body) {
     json_error_t err;
@@ -265,9 +262,7 @@ int jobs(const std::vector<std::string>& args) {
     return 1;
   }
   if (c.json) {
-    char* text = json_dumps(root.get(), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    std::cout << text << "\n";
-    free(text);
+    std::cout << json_dump(root.get(), JSON_INDENT(2) | JSON_PRESERVE_ORDER) << "\n";
   } else {
     print_jobs_table(list);
   }
@@ -296,7 +291,7 @@ int job(const std::vector<std::string>& args) {
   if (!body) {
     note_fallback(c);
     std::string error;
-    Json list(jobs_from_slurm(true, error), json_decref);
+    Json list(jobs_from_slurm(true, error));
     if (!list) {
       std::cerr << "safectl: " << error << "\n";
       return 1;
@@ -319,7 +314,7 @@ int job(const std::vector<std::string>& args) {
     return 0;
   }
   json_error_t err;
-  Json root(json_loads(body->c_str(), 0, &err), json_decref);
+  Json root(json_loads(body->c_str(), 0, &err));
   if (!root) {
     std::cerr << "safectl: safed sent an unreadable answer\n";
     return 1;

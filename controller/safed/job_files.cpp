@@ -8,6 +8,7 @@
 
 #include "common/checkpoint_scan.hpp"
 #include "common/hostlist.hpp"
+#include "common/json_value.hpp"
 #include "common/user_file.hpp"
 
 namespace safe {
@@ -36,19 +37,6 @@ Observed<T> from_answer(const std::optional<DeadlineReader::Answer>& answer) {
   if (answer->timed_out) return Observed<T>::unknown("the read timed out");
   if (const auto* value = std::any_cast<Observed<T>>(&answer->value)) return *value;
   return Observed<T>::unknown("the read failed");
-}
-
-struct JsonDoc {
-  explicit JsonDoc(json_t* j) : root(j) {}
-  ~JsonDoc() { json_decref(root); }
-  JsonDoc(const JsonDoc&) = delete;
-  JsonDoc& operator=(const JsonDoc&) = delete;
-  json_t* root;
-};
-
-std::string text(json_t* o, const char* key) {
-  const char* s = json_string_value(json_object_get(o, key));
-  return s ? s : "";
 }
 
 }  // namespace
@@ -99,14 +87,14 @@ Observed<std::vector<NodeFault>> AsyncJobFiles::epilog_evidence(std::uint32_t jo
       auto data = read_user_file(dir + "/" + epilog_evidence_name(std::to_string(job_id), node), kEvidenceOwner,
                                  kMaxEvidenceBytes);
       if (!data) continue;  // no file: the epilog found nothing there
-      JsonDoc doc(json_loadb(data->data(), data->size(), 0, nullptr));
-      json_t* t = json_object_get(doc.root, "time");
-      if (!doc.root || !json_is_integer(t) || json_integer_value(t) + kClockSlack_s < attempt_start) continue;
+      Json doc(json_loadb(data->data(), data->size(), 0, nullptr));
+      json_t* t = json_object_get(doc.get(), "time");
+      if (!doc.get() || !json_is_integer(t) || json_integer_value(t) + kClockSlack_s < attempt_start) continue;
       std::size_t i;
       json_t* check;
-      json_array_foreach(json_object_get(doc.root, "failing_checks"), i, check) {
-        if (text(check, "severity") != "critical") continue;
-        out.push_back({node, "epilog", text(check, "check") + " " + text(check, "detail")});
+      json_array_foreach(json_object_get(doc.get(), "failing_checks"), i, check) {
+        if (json_string_or(check, "severity") != "critical") continue;
+        out.push_back({node, "epilog", json_string_or(check, "check") + " " + json_string_or(check, "detail")});
       }
     }
     return Observed<Faults>::known(std::move(out));
@@ -123,13 +111,13 @@ Observed<std::optional<NodeFault>> AsyncJobFiles::prolog_refusal(std::uint32_t j
   auto answer = evidence_.get(key, since, since, [path, restart_count]() -> std::any {
     auto data = read_user_file(path, kEvidenceOwner, kMaxEvidenceBytes);
     if (!data) return Observed<Refusal>::known(std::nullopt);
-    JsonDoc doc(json_loadb(data->data(), data->size(), 0, nullptr));
-    json_t* run = json_object_get(doc.root, "restart_count");
-    json_t* first = json_array_get(json_object_get(doc.root, "failing_checks"), 0);
-    std::string node = text(doc.root, "node");
+    Json doc(json_loadb(data->data(), data->size(), 0, nullptr));
+    json_t* run = json_object_get(doc.get(), "restart_count");
+    json_t* first = json_array_get(json_object_get(doc.get(), "failing_checks"), 0);
+    std::string node = json_string_or(doc.get(), "node");
     if (!json_is_integer(run) || json_integer_value(run) != restart_count || node.empty() || !first)
       return Observed<Refusal>::known(std::nullopt);
-    return Observed<Refusal>::known(NodeFault{node, "prolog", text(first, "check") + " " + text(first, "detail")});
+    return Observed<Refusal>::known(NodeFault{node, "prolog", json_string_or(first, "check") + " " + json_string_or(first, "detail")});
   }, true);
   return from_answer<Refusal>(answer);
 }

@@ -92,7 +92,6 @@ SlurmJob convert(const slurm_job_info_t& j) {
   o.partition = text(j.partition);
   o.num_nodes = j.num_nodes;
   o.user_id = j.user_id;
-  o.batch = j.batch_flag != 0;
   o.submit_time = j.submit_time;
   o.start_time = j.start_time;
   o.end_time = j.end_time;
@@ -213,10 +212,6 @@ class LibslurmClient final : public SlurmClient {
 
   std::string signal_job(std::uint32_t job_id, int signo) override {
     return slurm_kill_job(job_id, static_cast<uint16_t>(signo), KILL_FULL_JOB) == SLURM_SUCCESS ? "" : last_error();
-  }
-
-  std::string cancel_job(std::uint32_t job_id) override {
-    return slurm_kill_job(job_id, SIGKILL, 0) == SLURM_SUCCESS ? "" : last_error();
   }
 
   std::string drain_node(const std::string& node, const std::string& reason) override {

@@ -65,18 +65,6 @@ void log_line(const std::string& line) {
   std::cerr << stamp << " " << line << std::endl;
 }
 
-bool split_listen(const std::string& listen, std::string& host, int& port) {
-  auto colon = listen.rfind(':');
-  if (colon == std::string::npos) return false;
-  host = listen.substr(0, colon);
-  try {
-    port = std::stoi(listen.substr(colon + 1));
-  } catch (...) {
-    return false;
-  }
-  return port > 0 && port < 65536;
-}
-
 struct Settings {
   std::string config_path, listen, state_dir;
 };
@@ -113,7 +101,7 @@ int main(int argc, char** argv) {
   s.state_dir = vm.count("state-dir") ? vm["state-dir"].as<std::string>() : config.controller.state_dir;
   std::string host;
   int port = 0;
-  if (!split_listen(s.listen, host, port)) {
+  if (!safe::split_listen_address(s.listen, host, port)) {
     std::cerr << "safed: bad listen address '" << s.listen << "'; expected HOST:PORT\n";
     return 1;
   }

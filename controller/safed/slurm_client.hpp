@@ -62,7 +62,6 @@ struct SlurmJob {
   std::string partition;
   std::uint32_t num_nodes = 0;
   std::uint32_t user_id = 0;
-  bool batch = true;
   std::time_t submit_time = 0, start_time = 0, end_time = 0;
   std::uint16_t state_reason = 0;
   std::string reason;  // state_reason as scontrol names it (Resources, JobHeldAdmin, ...), "" for none
@@ -122,7 +121,6 @@ class SlurmClient {
   virtual std::string update_job(const JobChange& change) = 0;
   // Sends `signo` to the batch shell and every step.
   virtual std::string signal_job(std::uint32_t job_id, int signo) = 0;
-  virtual std::string cancel_job(std::uint32_t job_id) = 0;
   virtual std::string drain_node(const std::string& node, const std::string& reason) = 0;
   virtual std::string resume_node(const std::string& node) = 0;
   // Sets the node DOWN: Slurm ends (or requeues) the jobs on it at once.

@@ -9,18 +9,14 @@
 
 #include "common/admission.hpp"
 #include "common/json_utf8.hpp"
+#include "common/json_value.hpp"
 
 namespace safe {
 namespace {
 
-using JsonPtr = std::unique_ptr<json_t, decltype(&json_decref)>;
-
 std::string dump(json_t* root) {
-  JsonPtr owner(root, json_decref);
-  char* text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-  std::string out = text ? text : "{}";
-  free(text);
-  return out + "\n";
+  Json owner(root);
+  return json_document(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 }
 
 std::string label(const std::string& v) {

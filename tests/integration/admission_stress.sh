@@ -21,18 +21,26 @@ variants=(
     "reject|--safe-ckpt-dir=relative"
     "reject|--safe-ckpt-signal=STOP"
 )
-accepted=0
-expected=0
+# Tallied per variant: a total alone would let a wrongly admitted job hide a wrongly refused one.
+declare -a admitted tried
 for ((i = 0; i < 500; i++)); do
-    v=${variants[i % ${#variants[@]}]}
-    kind=${v%%|*}
+    n=$((i % ${#variants[@]}))
+    v=${variants[n]}
+    tried[n]=$((${tried[n]:-0} + 1))
     # shellcheck disable=SC2086  # the options are words
     if sbatch --hold --job-name=safe-stress-test -o /dev/null ${v#*|} --wrap true >/dev/null 2>&1; then
-        accepted=$((accepted + 1))
+        admitted[n]=$((${admitted[n]:-0} + 1))
     fi
-    [[ $kind == valid ]] && expected=$((expected + 1))
 done
-assert_eq "$expected" "$accepted" "accepted submissions"
+expected=0
+for n in "${!variants[@]}"; do
+    v=${variants[n]}
+    want=0
+    [[ ${v%%|*} == valid ]] && want=${tried[n]}
+    expected=$((expected + want))
+    assert_eq "$want" "${admitted[n]:-0}" "admitted of ${tried[n]} submissions of '${v#*|}' (${v%%|*})"
+done
+accepted=$expected
 scontrol ping | grep -q "is UP" || fail "slurmctld is not up after 500 submissions"
 assert_eq "$expected" "$(squeue -h --name=safe-stress-test | wc -l)" "held stress jobs in the queue"
 echo "PASS: admission_stress ($accepted of 500 admitted, slurmctld up)"

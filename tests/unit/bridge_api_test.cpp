@@ -57,12 +57,12 @@ class FakeSlurm : public SlurmClient {
   SafeConfig policy;
   std::map<uid_t, JobUser> job_users{{1001, {"alice", {}}}, {1002, {"bob", {}}}, {0, {"root", {}}}};
   SlurmResult<std::uint32_t> submit(const SlurmJobRequest& r) override {
-    if (!reject.empty()) return {std::nullopt, reject, 1};
+    if (!reject.empty()) return {std::nullopt, reject};
     AdmissionRequest a;
     std::vector<std::string_view> env(r.spank_env.begin(), r.spank_env.end());
     a.options = parse_spank_job_env(env).options;
     a.gpus = static_cast<long long>(r.nodes) * r.gpus_per_node;
-    if (!admit_job(policy, a, job_users.at(r.uid)).accepted) return {std::nullopt, "Access/permission denied", 2, true};
+    if (!admit_job(policy, a, job_users.at(r.uid)).accepted) return {std::nullopt, "Access/permission denied", true};
     submitted.push_back(r);
     SlurmJob j;
     j.id = next_id++;
@@ -73,16 +73,16 @@ class FakeSlurm : public SlurmClient {
     j.std_out = r.std_out;
     j.work_dir = r.work_dir;
     job_list.push_back(j);
-    return {j.id, "", 0};
+    return {j.id, ""};
   }
-  SlurmResult<JobSnapshot> jobs() override { return {std::make_shared<const std::vector<SlurmJob>>(job_list), "", 0}; }
+  SlurmResult<JobSnapshot> jobs() override { return {std::make_shared<const std::vector<SlurmJob>>(job_list), ""}; }
   SlurmResult<std::vector<SlurmNode>> nodes() override {
-    return {std::vector<SlurmNode>{{"n1", "IDLE", "", "gpu:8", 8}, {"n2", "IDLE+DRAIN", "SaFE: gpu3 ECC", "gpu:8", 8}}, "", 0};
+    return {std::vector<SlurmNode>{{"n1", "IDLE", "", "gpu:8", 8}, {"n2", "IDLE+DRAIN", "SaFE: gpu3 ECC", "gpu:8", 8}}, ""};
   }
-  SlurmResult<std::vector<SlurmLicense>> licenses() override { return {std::vector<SlurmLicense>{{"safe_ws_ml", 8, 2}}, "", 0}; }
+  SlurmResult<std::vector<SlurmLicense>> licenses() override { return {std::vector<SlurmLicense>{{"safe_ws_ml", 8, 2}}, ""}; }
   SlurmResult<bool> cancel(std::uint32_t id) override {
     cancelled.push_back(id);
-    return {true, "", 0};
+    return {true, ""};
   }
 };
 

@@ -2,9 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
+#include <set>
 #include <sstream>
 
 #include "common/config.hpp"
+#include "common/yaml_document.hpp"
 
 namespace safe {
 namespace {
@@ -215,7 +218,10 @@ TEST(ConfigErrors, DeepNestingIsRejectedNotCrashed) {
   std::string deep(200, '[');
   deep += std::string(200, ']');
   ConfigResult r = parse_config("health: " + deep + "\n", "t.yaml");
-  EXPECT_FALSE(r.ok());
+  ASSERT_FALSE(r.ok());
+  std::string all;
+  for (const auto& e : r.errors) all += e.to_string() + "\n";
+  EXPECT_NE(all.find("t.yaml:1:73: nesting deeper than 64 levels"), std::string::npos) << all;
 }
 
 TEST(ConfigEnv, SafeConfigVariableWins) {
@@ -241,12 +247,23 @@ TEST(ConfigDocs, ExampleIsValidAndComplete) {
   std::string example = read_file(SAFE_SOURCE_DIR "/etc/safe.yaml");
   std::string reference = read_file(SAFE_SOURCE_DIR "/docs/config.md");
   ASSERT_FALSE(reference.empty());
+  // Every key path the example file holds ("workspaces[].name"), to be matched whole: a leaf
+  // name found anywhere in the file would hide a key missing from its own section.
+  yaml::ParseResult doc = yaml::parse(example);
+  ASSERT_TRUE(doc.root.has_value());
+  std::set<std::string> in_example;
+  std::function<void(const yaml::Node&, const std::string&)> walk = [&](const yaml::Node& n, const std::string& path) {
+    if (!path.empty()) in_example.insert(path);
+    if (n.kind == yaml::Node::Kind::mapping)
+      for (const auto& e : n.entries) walk(e.value, path.empty() ? e.key.value : path + "." + e.key.value);
+    if (n.kind == yaml::Node::Kind::sequence)
+      for (const auto& item : n.items) walk(item, path + "[]");
+  };
+  walk(*doc.root, "");
   std::vector<std::string> keys = config_key_paths();
   EXPECT_GT(keys.size(), 60u);
   for (const auto& path : keys) {
-    std::string leaf = path.substr(path.find_last_of(".]") + 1);
-    if (leaf.empty()) leaf = path;
-    EXPECT_NE(example.find(leaf + ":"), std::string::npos) << "etc/safe.yaml lacks " << path;
+    EXPECT_TRUE(in_example.count(path)) << "etc/safe.yaml lacks " << path;
     EXPECT_NE(reference.find("`" + path + "`"), std::string::npos) << "docs/config.md lacks `" << path << "`";
   }
 }

@@ -96,10 +96,6 @@ class FakeSlurm : public SlurmClient {
     calls.push_back("signal " + std::to_string(id) + " " + std::to_string(signo));
     return "";
   }
-  std::string cancel_job(std::uint32_t id) override {
-    calls.push_back("cancel " + std::to_string(id));
-    return "";
-  }
   std::string drain_node(const std::string& name, const std::string& reason) override {
     return set_reason("drain", name, reason, [](SlurmNode& n) { n.drain = true; });
   }

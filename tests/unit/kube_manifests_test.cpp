@@ -2,38 +2,15 @@
 // Kubernetes schemas by tests/kube (kubernetes-models); here: what SaFE puts in them.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <fstream>
 
 #include "kube-bridge/kube_manifests.hpp"
+#include "tests/kube/sample_workload.hpp"
 
 namespace safe::bridge {
 namespace {
 
-WorkloadSpec spec() {
-  SpecParse p = parse_workload_spec(R"({"name":"train","target":"kubernetes","image":"rocm/pytorch:latest",
-    "command":["python","train.py"],"nodes":4,"gpusPerNode":8,"memory":"64G","timeLimit":60,"retries":2,
-    "checkpoint":{"dir":"/ckpt/r1"},"env":{"LR":"0.1"},"labels":{"team":"llm"}})");
-  EXPECT_TRUE(p.spec);
-  return *p.spec;
-}
-
-KubeWorkloadContext context() {
-  KubeWorkloadContext c;
-  c.kube.namespace_ = "safe";
-  c.kube.gpu_resource = "amd.com/gpu";
-  c.kube.checkpoint_pvc = "ckpt";
-  c.settings.workspace = "ml";
-  c.settings.retries = 2;
-  c.settings.ckpt_dir = "/ckpt/r1";
-  c.settings.ckpt_signal = {10, 120};
-  c.user = "alice";
-  c.uid = 1001;
-  c.gid = 1001;
-  c.attempt = 2;
-  c.avoid_nodes = {"k3"};
-  return c;
-}
+using samples::context;
+using samples::spec;
 
 std::string at(const json_t* j, const char* path) {
   json_t* v = json_object_get(const_cast<json_t*>(j), path);
@@ -117,36 +94,6 @@ TEST(KubeManifests, HostPathVolumeAndHeadlessService) {
   std::string svc = json_text(kube_service_manifest(spec(), c).get());
   EXPECT_NE(svc.find(R"("clusterIP":"None")"), std::string::npos) << svc;
   EXPECT_NE(svc.find(R"("selector":{"safe-for-slurm.io/workload":"train","safe-for-slurm.io/attempt":"2"})"), std::string::npos) << svc;
-}
-
-// Writes the manifests for the schema check (tests/kube/manifest_schemas.sh runs it; disabled in
-// the plain unit run).
-TEST(KubeManifests, DISABLED_WritesSamplesForSchemaValidation) {
-  const char* dir = std::getenv("SAFE_MANIFEST_OUT");
-  if (!dir) GTEST_SKIP() << "SAFE_MANIFEST_OUT not set (set by the kube.manifest_schemas test)";
-  KubeWorkloadContext host = context();
-  host.kube.checkpoint_pvc.clear();
-  host.kube.checkpoint_host_path = "/data/ckpt";
-  KubeWorkloadContext first = context();
-  first.attempt = 1;
-  first.avoid_nodes.clear();
-  first.record = R"({"version":1,"spec":{"name":"train"}})";
-  WorkloadSpec script = spec();
-  script.command.clear();
-  script.script = "python train.py";
-  script.gpus_per_node = 0;
-  script.time_limit_minutes = 0;
-  const std::pair<const char*, Json> samples[] = {
-      {"job-pvc.json", kube_job_manifest(spec(), context())},
-      {"job-hostpath.json", kube_job_manifest(spec(), host)},
-      {"job-first-attempt-script.json", kube_job_manifest(script, first)},
-      {"service.json", kube_service_manifest(spec(), context())},
-  };
-  for (const auto& [file, manifest] : samples) {
-    std::ofstream out(std::string(dir) + "/" + file);
-    out << json_text(manifest.get());
-    ASSERT_TRUE(out.good()) << file;
-  }
 }
 
 }  // namespace
