@@ -70,7 +70,7 @@ std::optional<long long> query_int(const std::string& text, long long lo, long l
   return v;
 }
 
-bool visible_to(const SlurmJob& job, const Principal& who) { return who.admin || job.uid == who.user.uid; }
+bool visible_to(const SlurmJob& job, const Principal& who) { return who.admin || job.user_id == who.user.uid; }
 
 long long meta_submitted(const SlurmJob& job) {
   auto meta = parse_job_metadata(job.admin_comment);
@@ -101,7 +101,7 @@ json_t* workload_json(const SlurmJob& job, const BridgeRecord& record, const std
   auto meta = parse_job_metadata(job.admin_comment);
   json_set(w, "workspace", meta && !meta->settings.workspace.empty() ? json_str(meta->settings.workspace) : json_null());
   json_set(w, "phase", json_str(workload_phase(job)));
-  json_set(w, "slurmState", json_str(job.state));
+  json_set(w, "slurmState", json_str(shown_state(job)));
   json_set(w, "reason", json_str(job.reason));
   json_set(w, "attempt", json_integer(job.restart_count + 1));
   json_set(w, "maxRetries", meta ? json_integer(meta->settings.retries) : json_null());
@@ -110,10 +110,10 @@ json_t* workload_json(const SlurmJob& job, const BridgeRecord& record, const std
   json_set(w, "nodes", json_str(job.nodes));
   json_set(w, "nodeCount", json_integer(job.num_nodes));
   json_set(w, "excludedNodes", json_str(job.exc_nodes));
-  json_set(w, "exitCode", is_final_state(job.state) ? json_integer(job.exit_code) : json_null());
+  json_set(w, "exitCode", has_ended(job) ? json_integer(shell_exit_status(job.exit_code)) : json_null());
   json_set(w, "submitTime", time_json(job.submit_time));
-  json_set(w, "startTime", job.state == "PENDING" ? json_null() : time_json(job.start_time));
-  json_set(w, "endTime", is_final_state(job.state) ? time_json(job.end_time) : json_null());
+  json_set(w, "startTime", waiting_to_start(job) ? json_null() : time_json(job.start_time));
+  json_set(w, "endTime", has_ended(job) ? time_json(job.end_time) : json_null());
   json_t* labels = json_object();
   for (const auto& [k, v] : record.labels) json_set(labels, k.c_str(), json_str(v));
   json_set(w, "labels", labels);
@@ -141,10 +141,10 @@ json_t* slurm_events(const SlurmJob& job) {
     json_array_append_new(events, event("Requeued", 0, attempt,
                                         "requeued " + std::to_string(job.restart_count) + " time(s)" + why));
   }
-  if (job.state != "PENDING" && job.start_time > 0)
+  if (!waiting_to_start(job) && job.start_time > 0)
     json_array_append_new(events, event("Started", job.start_time, attempt, "running on " + job.nodes));
-  if (is_final_state(job.state)) {
-    std::string msg = job.state + ", exit code " + std::to_string(job.exit_code);
+  if (has_ended(job)) {
+    std::string msg = std::string(shown_state(job)) + ", exit code " + std::to_string(shell_exit_status(job.exit_code));
     if (!job.reason.empty()) msg += " (" + job.reason + ")";
     json_array_append_new(events, event(workload_phase(job).c_str(), job.end_time, attempt, msg));
   }
@@ -374,10 +374,10 @@ std::shared_ptr<const BridgeApi::WorkloadIndex> BridgeApi::workload_index(const 
   for (const auto& job : *snapshot) {
     auto record = parse_bridge_comment(job.comment);
     if (!record) continue;
-    auto user = users_.by_uid(job.uid);
+    auto user = users_.by_uid(job.user_id);
     auto meta = parse_job_metadata(job.admin_comment);
-    Json view = json_take(workload_json(job, *record, user ? user->name : std::to_string(job.uid)));
-    index->workloads.push_back({job.id, job.uid, lower(workload_phase(job)), meta ? meta->settings.workspace : "",
+    Json view = json_take(workload_json(job, *record, user ? user->name : std::to_string(job.user_id)));
+    index->workloads.push_back({job.id, job.user_id, lower(workload_phase(job)), meta ? meta->settings.workspace : "",
                                 json_text(view.get())});
   }
   std::lock_guard lock(index_mutex_);
@@ -405,8 +405,8 @@ ApiResponse BridgeApi::workload_action(const ApiRequest& req, const Principal& w
   if (!job || !visible_to(*job, who)) return not_found;
   auto record = parse_bridge_comment(job->comment);
   if (!record) return not_found;
-  auto user = users_.by_uid(job->uid);
-  std::string user_name = user ? user->name : std::to_string(job->uid);
+  auto user = users_.by_uid(job->user_id);
+  std::string user_name = user ? user->name : std::to_string(job->user_id);
 
   if (action == "get") {
     Json w = json_take(workload_json(*job, *record, user_name));
@@ -424,7 +424,7 @@ ApiResponse BridgeApi::workload_action(const ApiRequest& req, const Principal& w
     return json_response(200, body.get());
   }
   if (action == "stop" || action == "delete") {
-    if (!is_final_state(job->state)) {
+    if (!has_ended(*job)) {
       auto cancelled = slurm_.cancel(job->id);
       if (!cancelled.value) return error_response(502, "safe: Slurm did not cancel job " + std::to_string(job->id) + ": " + cancelled.error);
     }
@@ -434,7 +434,7 @@ ApiResponse BridgeApi::workload_action(const ApiRequest& req, const Principal& w
     }
     Json body = json_take(json_object());
     json_set(body.get(), "id", json_str(id));
-    json_set(body.get(), "phase", json_string(is_final_state(job->state) ? workload_phase(*job).c_str() : "Stopping"));
+    json_set(body.get(), "phase", json_string(has_ended(*job) ? workload_phase(*job).c_str() : "Stopping"));
     if (action == "delete") json_set(body.get(), "deleted", json_true());
     return json_response(action == "delete" ? 200 : 202, body.get());
   }
@@ -459,11 +459,11 @@ ApiResponse BridgeApi::workload_action(const ApiRequest& req, const Principal& w
   // files that the job's user does not own, so a workload cannot make the bridge read others'.
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
-    if (job->state == "PENDING") return error_response(404, "no output yet: the workload has not started");
+    if (waiting_to_start(*job)) return error_response(404, "no output yet: the workload has not started");
     return error_response(404, "safe: the workload's output file is not readable here (" + path + ")");
   }
   struct stat st{};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != job->uid) {
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != job->user_id) {
     ::close(fd);
     return error_response(404, "safe: the workload's output file is not a regular file owned by its user; not shown");
   }

@@ -1,5 +1,5 @@
 // The bridge's view of Slurm: submit, list, cancel; a seam over libslurm so the REST layer is
-// unit-tested with a fake. Plain structs in, plain structs out.
+// unit-tested with a fake. What it reads is SaFE's one Slurm model (common/slurm_model.hpp).
 #pragma once
 
 #include <sys/types.h>
@@ -11,6 +11,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "common/slurm_model.hpp"
 
 namespace safe::bridge {
 
@@ -32,39 +34,7 @@ struct SlurmJobRequest {
   std::string comment;  // the bridge's record (labels); see workload_record.hpp
 };
 
-struct SlurmJob {
-  std::uint32_t id = 0;
-  std::string name;
-  uid_t uid = 0;
-  std::string state;   // PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, ...
-  std::string reason;  // why pending / why it ended
-  int exit_code = 0;   // exit status of the batch script (signal: 128+N)
-  int restart_count = 0;
-  int num_nodes = 0;
-  std::string nodes;      // allocated nodes
-  std::string exc_nodes;  // excluded nodes
-  std::string admin_comment;
-  std::string comment;
-  std::string std_out;
-  std::string work_dir;
-  std::string partition;
-  std::time_t submit_time = 0, start_time = 0, end_time = 0;
-};
-
 using JobSnapshot = std::shared_ptr<const std::vector<SlurmJob>>;
-
-struct SlurmNode {
-  std::string name;
-  std::string state;  // IDLE, ALLOCATED, MIXED, DOWN, ... plus +DRAIN etc.
-  std::string reason;
-  std::string gres;
-  int cpus = 0;
-};
-
-struct SlurmLicense {
-  std::string name;
-  int total = 0, in_use = 0;
-};
 
 template <typename T>
 struct SlurmResult {
@@ -84,8 +54,5 @@ class SlurmClient {
   virtual SlurmResult<std::vector<SlurmLicense>> licenses() = 0;
   virtual SlurmResult<bool> cancel(std::uint32_t job_id) = 0;
 };
-
-// Job states that will not change any more.
-bool is_final_state(const std::string& state);
 
 }  // namespace safe::bridge

@@ -1,11 +1,8 @@
 // The libslurm boundary of the bridge. Reading jobs, nodes and licenses goes through SaFE's one
-// libslurm reader (controller/safed/libslurm_client.cpp, shared with safed); this file adds the
-// two calls only the bridge makes (submit, cancel) and copies what it read into the REST layer's
-// plain structs. libslurm is called under one mutex: the reader keeps update times between calls,
+// libslurm reader (controller/safed/libslurm_client.cpp, shared with safed), in SaFE's one Slurm
+// model; this file adds the two calls only the bridge makes (submit, cancel) and a short cache. libslurm is called under one mutex: the reader keeps update times between calls,
 // and job lists are refreshed by one thread at a time anyway.
 #include "kube-bridge/slurm_client_libslurm.hpp"
-
-#include <sys/wait.h>
 
 #include <csignal>
 
@@ -24,30 +21,6 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
   for (const auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
   out.push_back(nullptr);
   return out;
-}
-
-SlurmJob to_bridge(const safe::SlurmJob& j) {
-  SlurmJob job;
-  job.id = j.id;
-  job.name = j.name;
-  job.uid = j.user_id;
-  job.state = j.requeued ? "REQUEUED" : std::string(slurm_name(j.state));
-  job.reason = j.reason;
-  if (WIFEXITED(j.exit_code)) job.exit_code = WEXITSTATUS(j.exit_code);
-  else if (WIFSIGNALED(j.exit_code)) job.exit_code = 128 + WTERMSIG(j.exit_code);
-  job.restart_count = j.restart_cnt;
-  job.num_nodes = static_cast<int>(j.num_nodes);
-  job.nodes = j.nodes;
-  job.exc_nodes = j.exc_nodes;
-  job.admin_comment = j.admin_comment;
-  job.comment = j.comment;
-  job.std_out = j.std_out;
-  job.work_dir = j.work_dir;
-  job.partition = j.partition;
-  job.submit_time = j.submit_time;
-  job.start_time = j.start_time;
-  job.end_time = j.end_time;
-  return job;
 }
 
 }  // namespace
@@ -109,10 +82,7 @@ SlurmResult<JobSnapshot> LibSlurmClient::jobs() {
   std::string error;
   auto read = reader_->load_jobs(error);
   if (!read) return {std::nullopt, error};
-  auto out = std::make_shared<std::vector<SlurmJob>>();
-  out->reserve(read->size());
-  for (const auto& j : *read) out->push_back(to_bridge(j));
-  jobs_ = out;
+  jobs_ = std::make_shared<const std::vector<SlurmJob>>(std::move(*read));
   jobs_at_ = now;
   return {jobs_, ""};
 }
@@ -124,9 +94,7 @@ SlurmResult<std::vector<SlurmNode>> LibSlurmClient::nodes() {
   std::string error;
   auto read = reader_->load_nodes(error);
   if (!read) return {std::nullopt, error};
-  auto out = std::make_shared<std::vector<SlurmNode>>();
-  for (const auto& n : *read) out->push_back({n.name, n.state, n.reason, n.gres, n.cpus});
-  nodes_ = out;
+  nodes_ = std::make_shared<const std::vector<SlurmNode>>(std::move(*read));
   nodes_at_ = now;
   return {*nodes_, ""};
 }
@@ -136,9 +104,7 @@ SlurmResult<std::vector<SlurmLicense>> LibSlurmClient::licenses() {
   std::string error;
   auto read = reader_->load_licenses(error);
   if (!read) return {std::nullopt, error};
-  std::vector<SlurmLicense> out;
-  for (const auto& l : *read) out.push_back({l.name, static_cast<int>(l.total), static_cast<int>(l.in_use)});
-  return {out, ""};
+  return {std::move(*read), ""};
 }
 
 SlurmResult<bool> LibSlurmClient::cancel(std::uint32_t job_id) {

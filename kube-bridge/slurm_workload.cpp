@@ -58,11 +58,6 @@ SlurmJobRequest slurm_job_request(const WorkloadSpec& spec, const UserRecord& us
   return r;
 }
 
-bool is_final_state(const std::string& s) {
-  return s == "COMPLETED" || s == "CANCELLED" || s == "FAILED" || s == "TIMEOUT" || s == "NODE_FAIL" ||
-         s == "PREEMPTED" || s == "BOOT_FAIL" || s == "DEADLINE" || s == "OUT_OF_MEMORY";
-}
-
 std::string slurm_workload_id(std::uint32_t job_id) { return "slurm-" + std::to_string(job_id); }
 
 std::optional<std::uint32_t> parse_slurm_workload_id(std::string_view id) {
@@ -76,12 +71,15 @@ std::optional<std::uint32_t> parse_slurm_workload_id(std::string_view id) {
 }
 
 std::string workload_phase(const SlurmJob& job) {
-  const std::string& s = job.state;
-  if (s == "PENDING" || s == "REQUEUED") return "Pending";
-  if (s == "RUNNING" || s == "SUSPENDED") return "Running";
-  if (s == "COMPLETED") return "Succeeded";
-  if (s == "CANCELLED") return "Stopped";
-  return "Failed";
+  if (job.requeued) return "Pending";  // the next run waits while the old one winds down
+  switch (job.state) {
+    case SlurmJobState::pending: return "Pending";
+    case SlurmJobState::running:
+    case SlurmJobState::suspended: return "Running";
+    case SlurmJobState::complete: return "Succeeded";
+    case SlurmJobState::cancelled: return "Stopped";
+    default: return "Failed";
+  }
 }
 
 std::optional<BridgeRecord> parse_bridge_comment(std::string_view comment) {

@@ -136,7 +136,7 @@ std::string FailoverPlanner::output_path(const SlurmJob& job) const {
   c.job_id = job.id;
   c.array_job_id = job.array_job_id;
   c.array_task_id = job.array_task_id;
-  c.restart_count = job.restart_cnt;
+  c.restart_count = job.restart_count;
   c.job_name = job.name;
   c.user_name = user_names_(job.user_id);
   c.batch_node = job.batch_host;
@@ -398,18 +398,18 @@ void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, 
 
   // Right after a requeue Slurm still reports the old run as RUNNING (with the REQUEUE flag) and
   // the new restart count: only a run without it is a new attempt.
-  if (job.state == SlurmJobState::running && !job.completing && job.restart_cnt != t.running_attempt) {
-    t.running_attempt = job.restart_cnt;
+  if (job.state == SlurmJobState::running && !job.completing && job.restart_count != t.running_attempt) {
+    t.running_attempt = job.restart_count;
     t.attempt_nodes = job.nodes;
     t.attempt_start = job.start_time;
     t.output_size = -1;
     t.heartbeat_mtime = 0;
     t.last_progress = now;
     t.no_progress_signal = false;
-    store_.put_attempt({job.id, key.submitted, job.restart_cnt, job.nodes, job.start_time, 0, "", "", "", ""});
+    store_.put_attempt({job.id, key.submitted, job.restart_count, job.nodes, job.start_time, 0, "", "", "", ""});
     // A failover of an earlier run is over: the job runs again (the MTTR sample).
-    for (auto& f : job.restart_cnt > 0 ? store_.failovers(key) : std::vector<FailoverRecord>{}) {
-      if (f.phase != FailoverPhase::done || f.running_again_time || f.attempt >= job.restart_cnt) continue;
+    for (auto& f : job.restart_count > 0 ? store_.failovers(key) : std::vector<FailoverRecord>{}) {
+      if (f.phase != FailoverPhase::done || f.running_again_time || f.attempt >= job.restart_count) continue;
       f.running_again_time = now;
       store_.put_failover(f);
       double lost = static_cast<double>(now - f.fault_time);
@@ -446,7 +446,7 @@ void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, 
   bool failing_over = next_open != open_.end() && next_open->first.first == key;
 
   if (!failing_over) {
-    if (job.state == SlurmJobState::running && !job.completing && t.classified_attempt < job.restart_cnt) {
+    if (job.state == SlurmJobState::running && !job.completing && t.classified_attempt < job.restart_count) {
       JobFailure failure;
       failure.end = JobEnd::running_on_bad_node;
       if (bad_node_count_ > 0 && t.nodes_text != job.nodes) {
@@ -469,15 +469,15 @@ void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, 
         // (The answer must be from after the drain was seen, not from this very pass: a read
         // that starts in the next second would otherwise never be fresh enough.)
         if (!t.bad_node_seen) t.bad_node_seen = now;
-        auto refusal = files_.prolog_refusal(job.id, job.restart_cnt, t.bad_node_seen);
+        auto refusal = files_.prolog_refusal(job.id, job.restart_count, t.bad_node_seen);
         if (!refusal.is_pending() && !refusal.value) {
           t.bad_node_seen = 0;
           start_failover(t, job, meta, failure, now);
         }
       }
-    } else if (job.state == SlurmJobState::pending && job.restart_cnt > 0 &&
-               t.classified_attempt < job.restart_cnt - 1) {
-      note_ended(t, job.restart_cnt - 1, now);
+    } else if (job.state == SlurmJobState::pending && job.restart_count > 0 &&
+               t.classified_attempt < job.restart_count - 1) {
+      note_ended(t, job.restart_count - 1, now);
       auto refusal = refusal_of_previous_run(t, job);
       if (refusal.is_pending()) {
         // decided once the prolog's record is read (at most the reader's deadline)
@@ -486,7 +486,7 @@ void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, 
         failure.end = JobEnd::refused_by_prolog;
         failure.node_faults.push_back(*refusal.value);
         start_failover(t, job, meta, failure, now);
-      } else if (t.running_attempt == job.restart_cnt - 1) {
+      } else if (t.running_attempt == job.restart_count - 1) {
         // Slurm requeued it on its own (a node died under a --requeue job).
         JobFailure failure;
         failure.end = JobEnd::requeued_by_slurm;
@@ -497,11 +497,11 @@ void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, 
           start_failover(t, job, meta, failure, now);
         }
       }
-    } else if (ended(job.state) && !job.completing && t.classified_attempt < job.restart_cnt) {
-      note_ended(t, job.restart_cnt, now);
+    } else if (ended(job.state) && !job.completing && t.classified_attempt < job.restart_count) {
+      note_ended(t, job.restart_count, now);
       if (job.state == SlurmJobState::complete) {
-        t.classified_attempt = job.restart_cnt;
-        store_.put_attempt({job.id, key.submitted, job.restart_cnt, job.nodes, job.start_time, job.end_time,
+        t.classified_attempt = job.restart_count;
+        store_.put_attempt({job.id, key.submitted, job.restart_count, job.nodes, job.start_time, job.end_time,
                             "COMPLETED", "", "", ""});
         t.record.state = "completed";
         t.record.end_time = job.end_time;
@@ -569,7 +569,7 @@ void FailoverPlanner::check_hang(TrackedJob& t, const SlurmJob& job, const JobMe
 }
 
 Observed<std::optional<NodeFault>> FailoverPlanner::refusal_of_previous_run(TrackedJob& t, const SlurmJob& job) {
-  int run = job.restart_cnt - 1;
+  int run = job.restart_count - 1;
   if (t.prolog_checked == run) return Observed<std::optional<NodeFault>>::known(std::nullopt);
   auto refusal = files_.prolog_refusal(job.id, run, t.ended_seen);
   if (!refusal.is_pending()) t.prolog_checked = run;
@@ -582,7 +582,7 @@ void FailoverPlanner::start_failover(TrackedJob& t, const SlurmJob& job, const J
   // node fault, but costs the job no retry.
   bool refused = failure.end == JobEnd::refused_by_prolog;
   bool by_slurm = failure.end == JobEnd::requeued_by_slurm || refused;
-  int attempt = by_slurm ? job.restart_cnt - 1 : job.restart_cnt;
+  int attempt = by_slurm ? job.restart_count - 1 : job.restart_count;
   if (refused && t.running_attempt != attempt) {  // safed never saw it run: it knows the refusing node
     t.attempt_nodes = failure.node_faults.front().node;
     t.attempt_start = now;
@@ -694,7 +694,7 @@ void FailoverPlanner::finish_without_failover(TrackedJob& t, const SlurmJob& job
 std::optional<std::string> FailoverPlanner::output_tail_after_failover(TrackedJob& t, const SlurmJob& job) {
   bool after_failover = false;
   for (const auto& f : store_.failovers(t.record.key()))
-    after_failover = after_failover || (f.phase == FailoverPhase::done && f.attempt == job.restart_cnt - 1);
+    after_failover = after_failover || (f.phase == FailoverPhase::done && f.attempt == job.restart_count - 1);
   if (!after_failover) return std::string();
   auto text = files_.tail(output_path(job), job.user_id, 2048, t.ended_seen);
   if (text.is_pending()) return std::nullopt;
@@ -884,7 +884,7 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         break;
       }
       case FailoverPhase::requeueing: {
-        if (job.restart_cnt > f.attempt) {  // Slurm has requeued it (perhaps before a restart of safed)
+        if (job.restart_count > f.attempt) {  // Slurm has requeued it (perhaps before a restart of safed)
           settle_running_attempt(f, t, meta, now);
           if (!f.requeue_time) f.requeue_time = now;
           f.phase = FailoverPhase::requeued;
@@ -908,7 +908,7 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         return;  // the job's new state shows in the next pass
       }
       case FailoverPhase::requeued: {
-        if (job.restart_cnt <= f.attempt) return;  // not yet visible
+        if (job.restart_count <= f.attempt) return;  // not yet visible
         // While the old run winds down Slurm has not yet set its own requeue hold: a StartTime
         // set now would be overwritten by it.
         if (job.completing) return;

@@ -78,7 +78,7 @@ SlurmJob convert(const slurm_job_info_t& j) {
   o.requeued = (j.job_state & JOB_REQUEUE) != 0;
   o.exit_code = j.exit_code;
   o.derived_ec = j.derived_ec;
-  o.restart_cnt = j.restart_cnt;
+  o.restart_count = j.restart_cnt;
   o.nodes = text(j.nodes);
   o.exc_nodes = text(j.exc_nodes);
   o.admin_comment = text(j.admin_comment);

@@ -67,8 +67,8 @@ class FakeSlurm : public SlurmClient {
     SlurmJob j;
     j.id = next_id++;
     j.name = r.name;
-    j.uid = r.uid;
-    j.state = "PENDING";
+    j.user_id = r.uid;
+    j.state = SlurmJobState::pending;
     j.comment = r.comment;
     j.std_out = r.std_out;
     j.work_dir = r.work_dir;
@@ -77,7 +77,16 @@ class FakeSlurm : public SlurmClient {
   }
   SlurmResult<JobSnapshot> jobs() override { return {std::make_shared<const std::vector<SlurmJob>>(job_list), ""}; }
   SlurmResult<std::vector<SlurmNode>> nodes() override {
-    return {std::vector<SlurmNode>{{"n1", "IDLE", "", "gpu:8", 8}, {"n2", "IDLE+DRAIN", "SaFE: gpu3 ECC", "gpu:8", 8}}, ""};
+    auto node = [](const char* name, const char* state, const char* reason) {
+      SlurmNode n;
+      n.name = name;
+      n.state = state;
+      n.reason = reason;
+      n.gres = "gpu:8";
+      n.cpus = 8;
+      return n;
+    };
+    return {std::vector<SlurmNode>{node("n1", "IDLE", ""), node("n2", "IDLE+DRAIN", "SaFE: gpu3 ECC")}, ""};
   }
   SlurmResult<std::vector<SlurmLicense>> licenses() override { return {std::vector<SlurmLicense>{{"safe_ws_ml", 8, 2}}, ""}; }
   SlurmResult<bool> cancel(std::uint32_t id) override {
@@ -226,8 +235,8 @@ TEST_F(BridgeApiTest, UsersSeeOnlyTheirOwnWorkloads) {
 TEST_F(BridgeApiTest, JobsNotMadeByTheBridgeAreNotWorkloads) {
   SlurmJob j;
   j.id = 7;
-  j.uid = 1001;
-  j.state = "RUNNING";
+  j.user_id = 1001;
+  j.state = SlurmJobState::running;
   j.comment = "something else";
   slurm.job_list.push_back(j);
   EXPECT_EQ(call("GET", "/api/v1/workloads/slurm-7", "alice").status, 404);
@@ -258,7 +267,7 @@ TEST_F(BridgeApiTest, ADeletedWorkloadIsForgottenOnceSlurmForgetsItsJob) {
 
 TEST_F(BridgeApiTest, ListFiltersAndPages) {
   for (int i = 0; i < 5; ++i) call("POST", "/api/v1/workloads", "alice", R"({"name":"w)" + std::to_string(i) + R"(","script":"x"})");
-  slurm.job_list[1].state = "RUNNING";
+  slurm.job_list[1].state = SlurmJobState::running;
   auto page = call("GET", "/api/v1/workloads", "alice", "", {{"limit", "2"}, {"offset", "2"}});
   EXPECT_NE(page.body.find(R"("total":5,"nextOffset":4)"), std::string::npos) << page.body;
   EXPECT_NE(page.body.find(R"("name":"w2")"), std::string::npos);
@@ -286,8 +295,8 @@ TEST_F(BridgeApiTest, HostileIdsAndPathsAreNotFound) {
 
 TEST_F(BridgeApiTest, EventsWorkspacesNodes) {
   std::string id = created_id(call("POST", "/api/v1/workloads", "alice", kSpec));
-  slurm.job_list[0].state = "FAILED";
-  slurm.job_list[0].exit_code = 3;
+  slurm.job_list[0].state = SlurmJobState::failed;
+  slurm.job_list[0].exit_code = 3 << 8;  // a wait status, as Slurm reports it: exit(3)
   slurm.job_list[0].restart_count = 1;
   slurm.job_list[0].start_time = 1'800'000'000;
   slurm.job_list[0].admin_comment = "safe: ws=ml retries=1/2 health=standard sig=USR1@120 hang=0 gpus=8 last=node_fault n2";

@@ -90,7 +90,7 @@ class PlannerTest : public ::testing::Test {
   void slurm_requeues(std::uint32_t id) {
     SlurmJob* j = slurm.job(id);
     j->state = SlurmJobState::pending;
-    j->restart_cnt++;
+    j->restart_count++;
     j->start_time = now + 120;
     j->submit_time = now;
     j->nodes.clear();

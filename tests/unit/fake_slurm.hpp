@@ -62,7 +62,7 @@ class FakeSlurm : public SlurmClient {
     if (!j) return "Invalid job id specified";
     j->state = SlurmJobState::pending;
     j->completing = false;
-    j->restart_cnt++;
+    j->restart_count++;
     j->start_time = now + 120;  // Slurm's requeue delay
     j->submit_time = now;       // slurmctld moves SubmitTime at a requeue, too
     if (crash_after_requeue) throw std::runtime_error("crash");
