@@ -321,6 +321,7 @@ int main(int argc, char** argv) {
             licenses_at = now;
           }
           health.last_pass = now;
+          ++health.passes;
           health.last_pass_ms =
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         }

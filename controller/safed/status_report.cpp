@@ -77,6 +77,9 @@ std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& hea
   m << "# HELP safe_reconcile_duration_seconds Duration of the last reconcile pass.\n"
        "# TYPE safe_reconcile_duration_seconds gauge\n"
     << "safe_reconcile_duration_seconds " << health.last_pass_ms / 1000.0 << "\n";
+  m << "# HELP safe_reconcile_passes_total Reconcile passes completed since safed started.\n"
+       "# TYPE safe_reconcile_passes_total counter\n"
+    << "safe_reconcile_passes_total " << health.passes << "\n";
   m << "# HELP safe_slurmd_probe_targets Nodes whose slurmd the last probe round checked.\n"
        "# TYPE safe_slurmd_probe_targets gauge\n"
     << "safe_slurmd_probe_targets " << health.probe_targets << "\n"

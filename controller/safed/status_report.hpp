@@ -14,6 +14,7 @@ struct ControllerHealth {
   long long started = 0;
   long long last_pass = 0;      // unix time of the last complete reconcile pass
   double last_pass_ms = 0;
+  long long passes = 0;         // complete reconcile passes since start (tests count passes, not seconds)
   bool slurm_ok = false;
   std::string slurm_error;
   std::vector<SlurmLicense> licenses;

@@ -16,7 +16,10 @@ wait_for "squeue -h -j $first -o %T | grep -qx RUNNING" 30
 second=$(sbatch --parsable --job-name=safe-quota-test --safe-workspace=ml --gpus=8 -o /dev/null --wrap true)
 # Free nodes are there (4 nodes x 8 GPUs): only the workspace quota holds the second job back.
 wait_for "squeue -h -j $second -o %r | grep -qx Licenses" 30
-sleep 2
+# A scheduling cycle with free nodes (slurmctld schedules on each submission): a job without GPUs
+# starts in it, and the second one, ahead of it in the queue, is still held back.
+probe=$(sbatch --parsable --job-name=safe-quota-test -o /dev/null --wrap true)
+wait_for "[[ \$(squeue -h -j $probe -o %T) != PENDING ]]" 30
 assert_eq "PENDING Licenses" "$(squeue -h -j "$second" -o '%T %r')" "second job while the first runs"
 assert_contains "$(scontrol show licenses safe_ws_ml)" "Used=8"
 

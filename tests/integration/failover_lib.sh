@@ -1,25 +1,14 @@
 # shellcheck shell=bash
 # Helpers for the controller's (safed) end-to-end tests; source after lib.sh.
 
-# job_fields JOBID FIELD...: those fields of `scontrol show job` (e.g. JobState, Restarts,
-# ExcNodeList), one per line, all from one read of the job. A check that combines fields must read
-# them this way: fields read one after another can straddle a requeue, e.g. the old run's RUNNING
-# next to the restart count and StartTime (the requeue's time) that the requeue has just set.
-job_fields() {
-    local record field
-    record=$(scontrol show job -o "$1" 2>/dev/null) || return 1
-    shift
-    for field in "$@"; do tr ' ' '\n' <<<"$record" | sed -n "s/^$field=//p" | head -n1; done
-}
-# job_field JOBID FIELD: one field.
-job_field() { job_fields "$1" "$2"; }
+# job_fields, job_field and now_ms come from tests/lib/slurm_jobs.sh.
+# shellcheck source=../lib/slurm_jobs.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/slurm_jobs.sh"
 
 # admin_comment JOBID: the whole AdminComment (it holds spaces).
 admin_comment() {
     scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p'
 }
-
-now_ms() { date +%s%3N; }
 
 # trainer_test_on_fixture "$@": the start of a one-job trainer test on the shared fixture cluster
 # (its DIR the only argument): uses the cluster, makes $work with the trainer script

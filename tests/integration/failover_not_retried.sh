@@ -54,7 +54,7 @@ wait_for "[[ \$(safed_job $cancelled .last_class) == cancelled ]]" 20 "safectl j
 wait_for "[[ \$(job_field $timeout_job JobState) == TIMEOUT ]]" 150 "scontrol show job $timeout_job"
 wait_for "[[ \$(safed_job $timeout_job .last_class) == timeout ]]" 10 "safectl job $timeout_job"
 
-sleep 3  # a wrong requeue would show by now
+wait_passes 5  # a wrong requeue would have been made in one of these passes
 for j in "$timeout_job" "$user_error" "$cancelled"; do
     assert_eq 0 "$(job_field "$j" Restarts)" "restarts of job $j ($(job_field "$j" JobState))"
 done

@@ -37,7 +37,7 @@ restarted() { squeue -h -t all -o '%i' | while read -r j; do job_field "$j" Rest
 # Every job has failed once and safed has seen it once the deferrals are counted.
 wait_for "curl -sf \$SAFE_CONTROLLER_URL/metrics | grep -Eq '^safe_failovers_deferred_total.reason=\"rate_limit\". [1-9]'" 40 \
     "curl -s $SAFE_CONTROLLER_URL/metrics | grep safe_failovers; tail $dir/log/safed.out"
-sleep 5
+wait_passes 5  # the passes in which deferred failovers could have gone past the limit
 n=$(restarted)
 elapsed=$(($(date +%s) - t0))
 ((elapsed < 60)) || fail "the check came too late (${elapsed}s) to tell the first minute's limit"
@@ -63,7 +63,7 @@ grep -q "job $victim: failover deferred" "$dir/log/safed.out" && fail "the node 
 victim_s=$(($(date +%s) - drained))
 
 # SIGHUP: a broken config is refused (the old one kept), a good one is taken.
-safed=$(pgrep -f "safed --config $dir/safe.yaml" | head -n1)
+safed=$(cluster_pids_of "$dir" safed | head -n1)
 [[ -n $safed ]] || fail "safed is not running"
 echo "failover: {rate_limit_per_minute: many}" >"$dir/safe.yaml"
 kill -HUP "$safed"

@@ -36,8 +36,7 @@ dead=$(scontrol show hostnames "$nodes" | tail -n1)
 
 # The ranks stall first (no output: the hang), then the node dies.
 stalled=0
-for pid in $(pgrep -x safe-trainer || true); do
-    grep -qzxF "SAFE_CLUSTER_DIR=$dir" "/proc/$pid/environ" 2>/dev/null || continue
+for pid in $(cluster_pids_of "$dir" safe-trainer); do
     grep -qzxF "SLURM_JOB_ID=$jobid" "/proc/$pid/environ" 2>/dev/null || continue
     kill -STOP "$pid" && stalled=$((stalled + 1))
 done

@@ -35,6 +35,20 @@ wait_for() {
     done
 }
 
+# reconcile_passes: the reconcile passes safed has completed (safe_reconcile_passes_total).
+reconcile_passes() {
+    curl -sf "$SAFE_CONTROLLER_URL/metrics" 2>/dev/null | awk '$1 == "safe_reconcile_passes_total" { print $2 }'
+}
+
+# wait_passes N [TIMEOUT_S]: waits until safed has completed N more reconcile passes. A check that
+# safed did NOT act rests on passes in which it could have, not on seconds of a busy machine.
+wait_passes() {
+    local n=$1 timeout=${2:-60} start
+    start=$(reconcile_passes)
+    [[ $start =~ ^[0-9]+$ ]] || fail "cannot read safe_reconcile_passes_total from $SAFE_CONTROLLER_URL/metrics"
+    wait_for "((\$(reconcile_passes) >= $start + $n))" "$timeout" "curl -s $SAFE_CONTROLLER_URL/metrics | grep passes"
+}
+
 # use_cluster DIR: sources DIR/env (SLURM_CONF, SAFE_CLUSTER_DIR, PATH, ...).
 use_cluster() {
     [[ -f $1/env ]] || fail "no cluster at $1 (missing $1/env); run: safe-cluster up --dir $1"
@@ -42,23 +56,13 @@ use_cluster() {
     . "$1/env"
 }
 
-# cluster_procs DIR: lists (pid and command) the processes of the cluster at DIR: those tagged
-# SAFE_CLUSTER_DIR=DIR (daemons, jobs submitted from its env) except the caller's own shell,
-# and slurmstepd holding a file under DIR open (slurmstepd loses the tag).
-cluster_procs() {
-    local dir f pid
-    dir=$(realpath -m -- "$1")
-    for f in /proc/[0-9]*/environ; do
-        pid=${f#/proc/}
-        pid=${pid%/environ}
-        [[ $pid != "$$" && $pid != "$BASHPID" ]] || continue
-        if grep -qzxF -- "SAFE_CLUSTER_DIR=$dir" "$f" 2>/dev/null ||
-            { [[ $(cat "/proc/$pid/comm" 2>/dev/null) == slurmstepd ]] &&
-                [[ -n $(find "/proc/$pid/fd" -maxdepth 1 -lname "$dir/*" -print -quit 2>/dev/null) ]]; }; then
-            echo "$pid $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)"
-        fi
-    done
-}
+# cluster_procs DIR: lists (pid and command) the processes of the cluster at DIR, the caller's
+# own shell excluded: safe-cluster's own scan, the one `down` acts on.
+cluster_procs() { "$SAFE_CLUSTER_BIN" pids --dir "$1"; }
+
+# cluster_pids_of DIR PROGRAM: the pids of the cluster's processes running PROGRAM (safed,
+# safe-trainer, ...), one a line.
+cluster_pids_of() { cluster_procs "$1" | awk -v n="$2" '{ k = split($2, p, "/") } p[k] == n { print $1 }'; }
 
 # expect_failure EXPECTED CMD...: CMD must fail and print (stdout or stderr) EXPECTED.
 expect_failure() {

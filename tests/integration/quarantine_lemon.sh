@@ -27,7 +27,7 @@ for i in 1 2 3; do
     faults=$i
     wait_for "[[ \$(node_health) == safe_drain || \$(node_health) == quarantined ]]" 10 "safectl status"
     if [[ $(node_health) == quarantined ]]; then break; fi
-    sleep 1.2
+    wait_passes 2  # a quarantine for this fault is decided by now
     [[ $(node_health) != quarantined ]] || break
     # "Healed": the health checker resumes its own drain, and may already have done so (it finds
     # the simulated GPUs healthy at its next run); else the test does it.

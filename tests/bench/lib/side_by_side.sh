@@ -6,16 +6,16 @@
 #   side_by_side_up PREFIX NODES [--safe-arg ARG]... [--plain-arg ARG]... [--both-arg ARG]...
 #       sets SAFE_DIR, PLAIN_DIR and WORK (a scratch directory), then starts both clusters at once
 #   in_cluster DIR CMD...      runs CMD with DIR/env sourced (SLURM_CONF, SAFE_CONFIG, PATH)
-#   job_fields DIR JOB FIELD...  fields of `scontrol show job`, one per line, from one read
-#                              (fields read one by one can straddle a requeue)
-#   job_field DIR JOB FIELD    one field
-#   now_ms                     wall clock in milliseconds
+#   job_fields_in DIR JOB FIELD...  job_fields (tests/lib/slurm_jobs.sh) on the cluster at DIR
+#   job_field_in DIR JOB FIELD      one field
+#   now_ms                          wall clock in milliseconds (tests/lib/slurm_jobs.sh)
 
 SIDE_BY_SIDE_CLUSTER=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../cluster" && pwd -P)/safe-cluster
 export SAFE_BUILD_DIR=${SAFE_BUILD_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd -P)/build}
 SAFE_DIR="" PLAIN_DIR="" WORK=""
 
-now_ms() { date +%s%3N; }
+# shellcheck source=../../lib/slurm_jobs.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../lib/slurm_jobs.sh"
 
 in_cluster() { (
     # shellcheck disable=SC1091
@@ -24,13 +24,8 @@ in_cluster() { (
     "$@"
 ); }
 
-job_fields() {
-    local record field
-    record=$(in_cluster "$1" scontrol show job -o "$2" 2>/dev/null) || return 1
-    shift 2
-    for field in "$@"; do tr ' ' '\n' <<<"$record" | sed -n "s/^$field=//p" | head -n1; done
-}
-job_field() { job_fields "$1" "$2" "$3"; }
+job_fields_in() { in_cluster "$1" job_fields "${@:2}"; }
+job_field_in() { in_cluster "$1" job_fields "$2" "$3"; }
 
 side_by_side_down() {
     trap '' INT TERM
