@@ -79,9 +79,8 @@ SlurmResult<JobSnapshot> LibSlurmClient::jobs() {
   std::lock_guard lock(mutex_);
   auto now = std::chrono::steady_clock::now();
   if (jobs_ && now - jobs_at_ < ttl_) return {jobs_, ""};
-  std::string error;
-  auto read = reader_->load_jobs(error);
-  if (!read) return {std::nullopt, error};
+  auto read = reader_->load_jobs();
+  if (!read) return {std::nullopt, read.error()};
   jobs_ = std::make_shared<const std::vector<SlurmJob>>(std::move(*read));
   jobs_at_ = now;
   return {jobs_, ""};
@@ -91,9 +90,8 @@ SlurmResult<std::vector<SlurmNode>> LibSlurmClient::nodes() {
   std::lock_guard lock(mutex_);
   auto now = std::chrono::steady_clock::now();
   if (nodes_ && now - nodes_at_ < ttl_) return {*nodes_, ""};
-  std::string error;
-  auto read = reader_->load_nodes(error);
-  if (!read) return {std::nullopt, error};
+  auto read = reader_->load_nodes();
+  if (!read) return {std::nullopt, read.error()};
   nodes_ = std::make_shared<const std::vector<SlurmNode>>(std::move(*read));
   nodes_at_ = now;
   return {*nodes_, ""};
@@ -101,9 +99,8 @@ SlurmResult<std::vector<SlurmNode>> LibSlurmClient::nodes() {
 
 SlurmResult<std::vector<SlurmLicense>> LibSlurmClient::licenses() {
   std::lock_guard lock(mutex_);
-  std::string error;
-  auto read = reader_->load_licenses(error);
-  if (!read) return {std::nullopt, error};
+  auto read = reader_->load_licenses();
+  if (!read) return {std::nullopt, read.error()};
   return {std::move(*read), ""};
 }
 

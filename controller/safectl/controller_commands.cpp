@@ -116,8 +116,11 @@ void print_jobs_table(json_t* jobs) {
 // SaFE jobs as Slurm shows them (no safed): the AdminComment record.
 json_t* jobs_from_slurm(bool all, std::string& error) {
   auto slurm = make_libslurm_client();
-  auto jobs = slurm->load_jobs(error);
-  if (!jobs) return nullptr;
+  auto jobs = slurm->load_jobs();
+  if (!jobs) {
+    error = jobs.error();
+    return nullptr;
+  }
   json_t* arr = json_array();
   for (const auto& job : *jobs) {
     auto meta = parse_job_metadata(job.admin_comment);
@@ -173,10 +176,9 @@ int status(const std::vector<std::string>& args) {
   } else {
     note_fallback(c);
     auto slurm = make_libslurm_client();
-    std::string error;
-    auto nodes = slurm->load_nodes(error);
+    auto nodes = slurm->load_nodes();
     if (!nodes) {
-      std::cerr << "safectl: " << error << "; check SLURM_CONF and that slurmctld runs\n";
+      std::cerr << "safectl: " << nodes.error() << "; check SLURM_CONF and that slurmctld runs\n";
       return 1;
     }
     root.reset(json_object());
@@ -374,10 +376,9 @@ int node_release(const std::vector<std::string>& args) {
   }
   note_fallback(c);
   auto slurm = make_libslurm_client();
-  std::string error;
-  auto nodes = slurm->load_nodes(error);
+  auto nodes = slurm->load_nodes();
   if (!nodes) {
-    std::cerr << "safectl: " << error << "\n";
+    std::cerr << "safectl: " << nodes.error() << "\n";
     return 1;
   }
   for (const auto& n : *nodes) {
@@ -386,9 +387,9 @@ int node_release(const std::vector<std::string>& args) {
       std::cerr << "safectl: node " << node << " is not quarantined by SaFE; nothing to release\n";
       return 1;
     }
-    std::string e = slurm->resume_node(node);
-    if (!e.empty()) {
-      std::cerr << "safectl: cannot resume " << node << ": " << e << " (run as root or SlurmUser)\n";
+    safe::Status resumed = slurm->resume_node(node);
+    if (!resumed) {
+      std::cerr << "safectl: cannot resume " << node << ": " << resumed.error() << " (run as root or SlurmUser)\n";
       return 1;
     }
     std::cout << "released " << node << " (directly in Slurm; safed records it when it runs again)\n";

@@ -47,14 +47,14 @@ void DeadNodeDetector::apply(const std::vector<ProbeResult>& results, const Fail
     switch (judge_liveness(s, *node, policy)) {
       case LivenessAction::none: break;
       case LivenessAction::set_down: {
-        std::string err = slurm_.down_node(name, reason);
+        std::string err = slurm_.down_node(name, reason).error();
         store_.log_action({now_s, {}, name, "node down", err.empty() ? reason : reason + ": " + err, err.empty()});
         log_.push_back("safed: node " + name + ": set DOWN (" + reason + ")" + (err.empty() ? "" : " FAILED: " + err));
         downed_ += err.empty() ? 1 : 0;
         break;
       }
       case LivenessAction::resume: {
-        std::string err = slurm_.resume_node(name);
+        std::string err = slurm_.resume_node(name).error();
         std::string detail = "slurmd " + s.address + " answers again (" + std::to_string(s.successes) + " probes)";
         store_.log_action({now_s, {}, name, "node resumed", err.empty() ? detail : detail + ": " + err, err.empty()});
         log_.push_back("safed: node " + name + ": resumed, " + detail + (err.empty() ? "" : " FAILED: " + err));

@@ -247,7 +247,7 @@ void FailoverPlanner::observe_nodes(const std::vector<SlurmNode>& nodes, long lo
     if (q != quarantined_.end() && c != NodeCondition::quarantined) {
       if (n.drain || n.down) {
         // Someone replaced our reason (e.g. the health checker drained it again): restore it.
-        std::string err = slurm_.drain_node(n.name, q->second.reason);
+        std::string err = slurm_.drain_node(n.name, q->second.reason).error();
         if (!err.empty()) log("safed: node " + n.name + ": cannot restore its quarantine: " + err);
       } else {
         store_.release_quarantine(n.name, now);
@@ -278,7 +278,7 @@ void FailoverPlanner::record_fault(const SlurmNode& n, NodeCondition c, long lon
   if (!is_lemon(times, now, fc.lemon_faults, fc.lemon_window_s)) return;
   std::string reason = quarantine_reason(n.name, static_cast<int>(times.size()), fc.lemon_window_s, rec.detail);
   checkpoint_store();
-  std::string err = slurm_.drain_node(n.name, reason);
+  std::string err = slurm_.drain_node(n.name, reason).error();
   log_action(now, {}, n.name, "quarantine", err.empty() ? reason : err, err.empty());
   if (!err.empty()) return;
   QuarantineRecord q{n.name, now, reason};
@@ -292,7 +292,7 @@ std::string FailoverPlanner::release_node(const std::string& node, long long now
   bool ours = quarantined_.count(node) > 0 ||
               (it != node_index_.end() && node_condition(*it->second) == NodeCondition::quarantined);
   if (!ours) return "safed: node " + node + " is not quarantined by SaFE; nothing to release";
-  std::string err = slurm_.resume_node(node);
+  std::string err = slurm_.resume_node(node).error();
   log_action(now, {}, node, "quarantine released", err.empty() ? "by safectl node release" : err, err.empty());
   if (!err.empty()) return "safed: cannot resume " + node + ": " + err;
   store_.release_quarantine(node, now);
@@ -429,7 +429,7 @@ void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, 
     JobChange change;
     change.id = job.id;
     change.start_time = std::max(now, t.expected_start);
-    std::string err = slurm_.update_job(change);
+    std::string err = slurm_.update_job(change).error();
     log_action(now, key, "", "start again", "Slurm re-held the job" + (err.empty() ? "" : ": " + err), err.empty());
     if (err.empty()) t.expected_start = 0;
   }
@@ -684,7 +684,7 @@ void FailoverPlanner::finish_without_failover(TrackedJob& t, const SlurmJob& job
   change.admin_comment = merge_admin_comment(job.admin_comment, format_job_metadata(m));
   if (held) change.hold = true;
   checkpoint_store();
-  std::string err = slurm_.update_job(change);
+  std::string err = slurm_.update_job(change).error();
   log_action(now, t.record.key(), "", held ? "hold" : "record", note + (err.empty() ? "" : ": " + err), err.empty());
 }
 
@@ -733,7 +733,7 @@ bool FailoverPlanner::released_by_silent_nodes(FailoverRecord& f, TrackedJob& t,
       reason = std::string(kUnreachablePrefix) + " slurmd did not answer safed's probe when job " +
                std::to_string(job.id) + " failed over";
       checkpoint_store();
-      std::string err = slurm_.down_node(name, reason);
+      std::string err = slurm_.down_node(name, reason).error();
       log_action(now, t.record.key(), name, "node down", reason + (err.empty() ? "" : ": " + err), err.empty());
       if (!err.empty()) continue;
     }
@@ -854,7 +854,7 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         int signo = meta.settings.ckpt_signal.signo;
         if (job.state == SlurmJobState::running && !job.completing && signo > 0) {
           checkpoint_store();
-          std::string err = slurm_.signal_job(job.id, signo);
+          std::string err = slurm_.signal_job(job.id, signo).error();
           log_action(now, t.record.key(), "", "checkpoint signal", "SIG" + signal_name(signo) + (err.empty() ? "" : ": " + err),
                      err.empty());
           f.signal_time = now;
@@ -898,7 +898,7 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         settle_running_attempt(f, t, meta, now);
         store_.put_failover(f);
         checkpoint_store();  // "requeueing" is on disk before Slurm acts
-        std::string err = slurm_.requeue(job.id);
+        std::string err = slurm_.requeue(job.id).error();
         log_action(now, t.record.key(), "", "requeue", err, err.empty());
         if (!err.empty()) return;  // tried again next pass
         f.requeue_time = now;
@@ -934,7 +934,7 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         change.start_time = start;
         change.admin_comment = merge_admin_comment(job.admin_comment, format_job_metadata(m));
         checkpoint_store();
-        std::string err = slurm_.update_job(change);
+        std::string err = slurm_.update_job(change).error();
         log_action(now, t.record.key(), "", "restart",
                    "ExcNodeList=" + place.exclude +
                        (place.required ? " ReqNodeList=" + *place.required + " (" + dropped + " failed)" : "") +

@@ -19,6 +19,9 @@ std::string text(const char* s) { return s ? s : ""; }
 
 std::string last_error() { return slurm_strerror(slurm_get_errno()); }
 
+// A libslurm return code as a Status: Slurm's error text on failure.
+Status status_of(int rc) { return rc == SLURM_SUCCESS ? ok_status() : Status(Error{last_error()}); }
+
 SlurmJobState job_state(uint32_t state) {
   switch (state & JOB_STATE_BASE) {
     case JOB_PENDING: return SlurmJobState::pending;
@@ -128,12 +131,11 @@ class LibslurmClient final : public SlurmClient {
     std::call_once(once, [] { slurm_init(nullptr); });
   }
 
-  std::optional<std::vector<SlurmJob>> load_jobs(std::string& error) override {
+  Result<std::vector<SlurmJob>> load_jobs() override {
     job_info_msg_t* msg = nullptr;
     if (slurm_load_jobs(jobs_update_, &msg, SHOW_ALL) != SLURM_SUCCESS) {
       if (slurm_get_errno() == SLURM_NO_CHANGE_IN_DATA && jobs_update_ != 0) return jobs_;
-      error = "cannot load jobs from slurmctld: " + last_error();
-      return std::nullopt;
+      return Error{"cannot load jobs from slurmctld: " + last_error()};
     }
     std::vector<SlurmJob> jobs;
     jobs.reserve(msg->record_count);
@@ -146,12 +148,11 @@ class LibslurmClient final : public SlurmClient {
     return jobs_;
   }
 
-  std::optional<std::vector<SlurmNode>> load_nodes(std::string& error) override {
+  Result<std::vector<SlurmNode>> load_nodes() override {
     node_info_msg_t* msg = nullptr;
     if (slurm_load_node(nodes_update_, &msg, SHOW_ALL) != SLURM_SUCCESS) {
       if (slurm_get_errno() == SLURM_NO_CHANGE_IN_DATA && nodes_update_ != 0) return nodes_;
-      error = "cannot load nodes from slurmctld: " + last_error();
-      return std::nullopt;
+      return Error{"cannot load nodes from slurmctld: " + last_error()};
     }
     std::vector<SlurmNode> nodes;
     nodes.reserve(msg->record_count);
@@ -163,11 +164,10 @@ class LibslurmClient final : public SlurmClient {
     return nodes_;
   }
 
-  std::optional<std::vector<SlurmLicense>> load_licenses(std::string& error) override {
+  Result<std::vector<SlurmLicense>> load_licenses() override {
     license_info_msg_t* msg = nullptr;
     if (slurm_load_licenses(0, &msg, 0) != SLURM_SUCCESS) {
-      error = "cannot load licenses from slurmctld: " + last_error();
-      return std::nullopt;
+      return Error{"cannot load licenses from slurmctld: " + last_error()};
     }
     std::vector<SlurmLicense> out;
     for (uint32_t i = 0; i < msg->num_lic; ++i)
@@ -176,11 +176,10 @@ class LibslurmClient final : public SlurmClient {
     return out;
   }
 
-  std::optional<std::vector<SlurmPartition>> load_partitions(std::string& error) override {
+  Result<std::vector<SlurmPartition>> load_partitions() override {
     partition_info_msg_t* msg = nullptr;
     if (slurm_load_partitions(0, &msg, SHOW_ALL) != SLURM_SUCCESS) {
-      error = "cannot load partitions from slurmctld: " + last_error();
-      return std::nullopt;
+      return Error{"cannot load partitions from slurmctld: " + last_error()};
     }
     std::vector<SlurmPartition> out;
     for (uint32_t i = 0; i < msg->record_count; ++i) {
@@ -193,11 +192,11 @@ class LibslurmClient final : public SlurmClient {
     return out;
   }
 
-  std::string requeue(std::uint32_t job_id) override {
-    return slurm_requeue(job_id, 0) == SLURM_SUCCESS ? "" : last_error();
+  Status requeue(std::uint32_t job_id) override {
+    return status_of(slurm_requeue(job_id, 0));
   }
 
-  std::string update_job(const JobChange& c) override {
+  Status update_job(const JobChange& c) override {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
     d.job_id = c.id;
@@ -207,20 +206,20 @@ class LibslurmClient final : public SlurmClient {
     if (c.start_time) d.begin_time = *c.start_time;
     if (c.admin_comment) d.admin_comment = comment.data();
     if (c.hold) d.priority = *c.hold ? 0 : INFINITE;
-    return slurm_update_job(&d) == SLURM_SUCCESS ? "" : last_error();
+    return status_of(slurm_update_job(&d));
   }
 
-  std::string signal_job(std::uint32_t job_id, int signo) override {
-    return slurm_kill_job(job_id, static_cast<uint16_t>(signo), KILL_FULL_JOB) == SLURM_SUCCESS ? "" : last_error();
+  Status signal_job(std::uint32_t job_id, int signo) override {
+    return status_of(slurm_kill_job(job_id, static_cast<uint16_t>(signo), KILL_FULL_JOB));
   }
 
-  std::string drain_node(const std::string& node, const std::string& reason) override {
+  Status drain_node(const std::string& node, const std::string& reason) override {
     return update_node(node, NODE_STATE_DRAIN, reason);
   }
 
-  std::string resume_node(const std::string& node) override { return update_node(node, NODE_RESUME, ""); }
+  Status resume_node(const std::string& node) override { return update_node(node, NODE_RESUME, ""); }
 
-  std::string down_node(const std::string& node, const std::string& reason) override {
+  Status down_node(const std::string& node, const std::string& reason) override {
     return update_node(node, NODE_STATE_DOWN, reason);
   }
 
@@ -233,7 +232,7 @@ class LibslurmClient final : public SlurmClient {
   }
 
  private:
-  std::string update_node(const std::string& node, uint32_t state, const std::string& reason) {
+  Status update_node(const std::string& node, uint32_t state, const std::string& reason) {
     update_node_msg_t m;
     slurm_init_update_node_msg(&m);
     std::string names = node, why = reason;
@@ -243,7 +242,7 @@ class LibslurmClient final : public SlurmClient {
       m.reason = why.data();
       m.reason_uid = getuid();
     }
-    return slurm_update_node(&m) == SLURM_SUCCESS ? "" : last_error();
+    return status_of(slurm_update_node(&m));
   }
 
   time_t jobs_update_ = 0, nodes_update_ = 0;

@@ -235,7 +235,7 @@ int main(int argc, char** argv) {
     // --state-dir does not change (slurmctld reads safe.yaml, not safed's command line).
     std::filesystem::create_directories(config.controller.state_dir, ec);
     safe::ClusterShapePublisher shape_publisher(safe::cluster_shape_path(config.controller.state_dir));
-    std::string shape_error;
+    std::string shape_error, licenses_error;  // the last ones logged: each is logged once
     // Hourly: the store keeps finished jobs for controller.keep_history_days; the evidence of jobs
     // safed never classified (not SaFE's, or safed was down) goes after a week.
     auto prune = [&](long long now) {
@@ -273,11 +273,11 @@ int main(int argc, char** argv) {
       {
         std::lock_guard lock(mutex);
         auto t0 = std::chrono::steady_clock::now();
-        std::string error;
-        auto nodes = slurm->load_nodes(error);
-        auto jobs = nodes ? slurm->load_jobs(error) : std::nullopt;
+        auto nodes = slurm->load_nodes();
+        auto jobs = nodes ? slurm->load_jobs() : safe::Result<std::vector<safe::SlurmJob>>(safe::Error{nodes.error()});
         if (!nodes || !jobs) {
           // Never act on partial data: wait, with growing pauses, until both lists load.
+          const std::string& error = jobs.error();
           if (failures == 0 || health.slurm_error != error)
             log_line("safed: " + error + "; retrying (no action until Slurm answers)");
           health.slurm_ok = false;
@@ -307,17 +307,18 @@ int main(int argc, char** argv) {
             pruned_at = now;
           }
           if (now - shape_at >= 10) {
-            std::string parts_error;
-            auto parts = slurm->load_partitions(parts_error);
+            auto parts = slurm->load_partitions();
             safe::Status published = parts ? shape_publisher.publish(safe::build_cluster_shape(*parts, *nodes, now), now)
-                                           : safe::Status(safe::Error{"safed: " + parts_error});
+                                           : safe::Status(safe::Error{"safed: " + parts.error()});
             if (!published && published.error() != shape_error) log_line(published.error());
             shape_error = published ? "" : published.error();
             shape_at = now;
           }
           if (now - licenses_at >= 10) {
-            std::string lic_error;
-            if (auto lic = slurm->load_licenses(lic_error)) health.licenses = *lic;
+            auto licenses = slurm->load_licenses();
+            if (licenses) health.licenses = *licenses;
+            else if (licenses.error() != licenses_error) log_line("safed: " + licenses.error() + " (the status shows the last licenses read)");
+            licenses_error = licenses.error();
             licenses_at = now;
           }
           health.last_pass = now;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/batch_output_path.hpp"
+#include "common/result.hpp"
 #include "common/slurm_model.hpp"
 
 namespace safe {
@@ -28,20 +29,21 @@ struct JobChange {
 class SlurmClient {
  public:
   virtual ~SlurmClient() = default;
-  // Full lists; nullopt (with `error`) when Slurm could not be read: callers then act on nothing.
-  virtual std::optional<std::vector<SlurmJob>> load_jobs(std::string& error) = 0;
-  virtual std::optional<std::vector<SlurmNode>> load_nodes(std::string& error) = 0;
-  virtual std::optional<std::vector<SlurmLicense>> load_licenses(std::string& error) = 0;
-  virtual std::optional<std::vector<SlurmPartition>> load_partitions(std::string& error) = 0;
-  // Each returns "" on success, else Slurm's error text.
-  virtual std::string requeue(std::uint32_t job_id) = 0;
-  virtual std::string update_job(const JobChange& change) = 0;
+  // Full lists; an error (what could not be read, and Slurm's reason) when Slurm could not be
+  // read: callers then act on nothing.
+  virtual Result<std::vector<SlurmJob>> load_jobs() = 0;
+  virtual Result<std::vector<SlurmNode>> load_nodes() = 0;
+  virtual Result<std::vector<SlurmLicense>> load_licenses() = 0;
+  virtual Result<std::vector<SlurmPartition>> load_partitions() = 0;
+  // Each fails with Slurm's error text.
+  virtual Status requeue(std::uint32_t job_id) = 0;
+  virtual Status update_job(const JobChange& change) = 0;
   // Sends `signo` to the batch shell and every step.
-  virtual std::string signal_job(std::uint32_t job_id, int signo) = 0;
-  virtual std::string drain_node(const std::string& node, const std::string& reason) = 0;
-  virtual std::string resume_node(const std::string& node) = 0;
+  virtual Status signal_job(std::uint32_t job_id, int signo) = 0;
+  virtual Status drain_node(const std::string& node, const std::string& reason) = 0;
+  virtual Status resume_node(const std::string& node) = 0;
   // Sets the node DOWN: Slurm ends (or requeues) the jobs on it at once.
-  virtual std::string down_node(const std::string& node, const std::string& reason) = 0;
+  virtual Status down_node(const std::string& node, const std::string& reason) = 0;
   // How this Slurm's slurmstepd names output files (its release decides).
   virtual OutputPatternDialect output_pattern_dialect() const = 0;
 };

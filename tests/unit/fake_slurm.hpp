@@ -38,40 +38,34 @@ class FakeSlurm : public SlurmClient {
     return n;
   }
 
-  std::optional<std::vector<SlurmJob>> load_jobs(std::string& error) override {
-    if (!reachable) {
-      error = "unreachable";
-      return std::nullopt;
-    }
+  Result<std::vector<SlurmJob>> load_jobs() override {
+    if (!reachable) return Error{"unreachable"};
     return jobs;
   }
-  std::optional<std::vector<SlurmNode>> load_nodes(std::string& error) override {
-    if (!reachable) {
-      error = "unreachable";
-      return std::nullopt;
-    }
+  Result<std::vector<SlurmNode>> load_nodes() override {
+    if (!reachable) return Error{"unreachable"};
     return nodes;
   }
-  std::optional<std::vector<SlurmLicense>> load_licenses(std::string&) override { return std::vector<SlurmLicense>{}; }
+  Result<std::vector<SlurmLicense>> load_licenses() override { return std::vector<SlurmLicense>{}; }
   std::vector<SlurmPartition> partitions;
-  std::optional<std::vector<SlurmPartition>> load_partitions(std::string&) override { return partitions; }
+  Result<std::vector<SlurmPartition>> load_partitions() override { return partitions; }
 
-  std::string requeue(std::uint32_t id) override {
+  Status requeue(std::uint32_t id) override {
     calls.push_back("requeue " + std::to_string(id));
     SlurmJob* j = job(id);
-    if (!j) return "Invalid job id specified";
+    if (!j) return Error{"Invalid job id specified"};
     j->state = SlurmJobState::pending;
     j->completing = false;
     j->restart_count++;
     j->start_time = now + 120;  // Slurm's requeue delay
     j->submit_time = now;       // slurmctld moves SubmitTime at a requeue, too
     if (crash_after_requeue) throw std::runtime_error("crash");
-    return "";
+    return ok_status();
   }
-  std::string update_job(const JobChange& c) override {
+  Status update_job(const JobChange& c) override {
     std::string call = "update " + std::to_string(c.id);
     SlurmJob* j = job(c.id);
-    if (!j) return "Invalid job id specified";
+    if (!j) return Error{"Invalid job id specified"};
     if (c.exc_nodes) {
       call += " exc=" + *c.exc_nodes;
       j->exc_nodes = *c.exc_nodes;
@@ -90,16 +84,16 @@ class FakeSlurm : public SlurmClient {
       j->admin_comment = *c.admin_comment;
     }
     calls.push_back(call);
-    return "";
+    return ok_status();
   }
-  std::string signal_job(std::uint32_t id, int signo) override {
+  Status signal_job(std::uint32_t id, int signo) override {
     calls.push_back("signal " + std::to_string(id) + " " + std::to_string(signo));
-    return "";
+    return ok_status();
   }
-  std::string drain_node(const std::string& name, const std::string& reason) override {
+  Status drain_node(const std::string& name, const std::string& reason) override {
     return set_reason("drain", name, reason, [](SlurmNode& n) { n.drain = true; });
   }
-  std::string resume_node(const std::string& name) override {
+  Status resume_node(const std::string& name) override {
     calls.push_back("resume " + name);
     if (SlurmNode* n = node(name)) {
       n->drain = false;
@@ -107,23 +101,23 @@ class FakeSlurm : public SlurmClient {
       n->state_down = false;
       n->reason.clear();
     }
-    return "";
+    return ok_status();
   }
-  std::string down_node(const std::string& name, const std::string& reason) override {
+  Status down_node(const std::string& name, const std::string& reason) override {
     return set_reason("down", name, reason, [](SlurmNode& n) { n.down = n.state_down = true; });
   }
   OutputPatternDialect output_pattern_dialect() const override { return OutputPatternDialect::slurmd_fname; }
 
  private:
   template <class Change>
-  std::string set_reason(const char* call, const std::string& name, const std::string& reason, Change change) {
+  Status set_reason(const char* call, const std::string& name, const std::string& reason, Change change) {
     calls.push_back(std::string(call) + " " + name + " " + reason);
     if (SlurmNode* n = node(name)) {
       change(*n);
       n->reason = reason;
       n->reason_time = now;
     }
-    return "";
+    return ok_status();
   }
 };
 
