@@ -127,7 +127,9 @@ RunReport run_health_once(const RunOptions& o, ProcessRunner& runner, SlurmNodeC
   if (read_slurm)
     status_task.emplace([slurm_ptr, node] {
       StatusRead r;
-      r.status = slurm_ptr->read(node, r.error);
+      auto read = slurm_ptr->read(node);
+      if (read) r.status = *read;
+      else r.error = read.error();
       return r;
     });
   TimedTask<Results> kmsg_task([fs, hc] { return run_kmsg_check(fs, hc.thresholds); });
@@ -216,10 +218,11 @@ RunReport run_health_once(const RunOptions& o, ProcessRunner& runner, SlurmNodeC
     if (read_slurm && !node_status)
       report.decision.why += status_read ? ": " + status_read->error : ": scontrol did not answer in time";
   }
-  std::string error;
-  if (report.decision.action == NodeAction::drain) report.action_ok = slurm.drain(o.node, report.decision.reason, error);
-  else if (report.decision.action == NodeAction::resume) report.action_ok = slurm.resume(o.node, error);
-  report.action_error = error;
+  Status acted = report.decision.action == NodeAction::drain    ? slurm.drain(o.node, report.decision.reason)
+                 : report.decision.action == NodeAction::resume ? slurm.resume(o.node)
+                                                                : ok_status();
+  report.action_ok = acted.ok();
+  report.action_error = acted.error();
 
   if (report.verdict.drain_cause || !report.verdict.pending.empty()) {
     report.status = report.verdict.drain_cause ? "unhealthy" : "failing";

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/process_runner.hpp"
+#include "common/result.hpp"
 #include "common/slurm_node_status.hpp"
 
 namespace safe {
@@ -16,27 +17,27 @@ namespace safe {
 class SlurmNodeControl {
  public:
   virtual ~SlurmNodeControl() = default;
-  // nullopt (and `error`) when the read fails or times out: the caller must then not act.
-  virtual std::optional<NodeStatus> read(const std::string& node, std::string& error) = 0;
-  virtual bool drain(const std::string& node, const std::string& reason, std::string& error) = 0;
-  virtual bool resume(const std::string& node, std::string& error) = 0;
-  virtual bool requeue_job(const std::string& job_id, std::string& error) = 0;
-  virtual bool cancel_job(const std::string& job_id, std::string& error) = 0;
+  // An error when the read fails or times out: the caller must then not act.
+  virtual Result<NodeStatus> read(const std::string& node) = 0;
+  virtual Status drain(const std::string& node, const std::string& reason) = 0;
+  virtual Status resume(const std::string& node) = 0;
+  virtual Status requeue_job(const std::string& job_id) = 0;
+  virtual Status cancel_job(const std::string& job_id) = 0;
 };
 
 class ScontrolNodeControl : public SlurmNodeControl {
  public:
   ScontrolNodeControl(ProcessRunner& runner, std::chrono::milliseconds timeout, std::string scontrol = "scontrol")
       : runner_(runner), timeout_(timeout), scontrol_(std::move(scontrol)) {}
-  std::optional<NodeStatus> read(const std::string& node, std::string& error) override;
-  bool drain(const std::string& node, const std::string& reason, std::string& error) override;
-  bool resume(const std::string& node, std::string& error) override;
-  bool requeue_job(const std::string& job_id, std::string& error) override;
-  bool cancel_job(const std::string& job_id, std::string& error) override;
+  Result<NodeStatus> read(const std::string& node) override;
+  Status drain(const std::string& node, const std::string& reason) override;
+  Status resume(const std::string& node) override;
+  Status requeue_job(const std::string& job_id) override;
+  Status cancel_job(const std::string& job_id) override;
 
  private:
-  bool run(const std::vector<std::string>& argv, std::string& error);
-  bool update(const std::vector<std::string>& args, std::string& error);
+  Status run(const std::vector<std::string>& argv);
+  Status update(const std::vector<std::string>& args);
   ProcessRunner& runner_;
   std::chrono::milliseconds timeout_;
   std::string scontrol_;

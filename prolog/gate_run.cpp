@@ -35,18 +35,19 @@ std::string_view outcome_name(GpuQuery::Outcome o) {
 std::string drain_for(const GateOptions& o, SlurmNodeControl& slurm, const CheckResult& cause, std::ostream& log,
                       const char* component) {
   if (!o.use_slurm) return "none";
-  std::string error;
-  std::optional<NodeStatus> status = slurm.read(o.node, error);
+  Result<NodeStatus> read = slurm.read(o.node);
+  std::optional<NodeStatus> status;
+  if (read) status = *read;
   RunVerdict verdict;
   verdict.drain_cause = cause;
   DrainDecision decision = decide_drain(status, verdict, false);
-  if (!status) decision.why += ": " + error;
+  if (!read) decision.why += ": " + read.error();
   if (decision.action != NodeAction::drain) {
     log << component << ": " << o.node << ": not draining: " << decision.why << "\n";
     return "none";
   }
-  if (!slurm.drain(o.node, decision.reason, error)) {
-    log << component << ": " << o.node << ": drain failed: " << error << " (check SLURM_CONF and slurmctld)\n";
+  if (Status drained = slurm.drain(o.node, decision.reason); !drained) {
+    log << component << ": " << o.node << ": drain failed: " << drained.error() << " (check SLURM_CONF and slurmctld)\n";
     return "drain-failed";
   }
   log << component << ": " << o.node << ": drained: " << decision.reason << "\n";
@@ -93,13 +94,14 @@ int refuse_without_drain(const GateOptions& o, SlurmNodeControl& slurm, JobEvide
     log << refused.str() << "\n";
     return 0;
   }
-  std::string error, cancel_error;
-  if (slurm.requeue_job(e.job_id, error)) {
+  Status requeued = slurm.requeue_job(e.job_id);
+  Status cancelled = requeued ? ok_status() : slurm.cancel_job(e.job_id);
+  if (requeued) {
     refused << "; requeued";
-  } else if (slurm.cancel_job(e.job_id, cancel_error)) {
-    refused << "; cancelled (not a batch job: " << error << ")";
+  } else if (cancelled) {
+    refused << "; cancelled (not a batch job: " << requeued.error() << ")";
   } else {
-    refused << "; could neither requeue (" << error << ") nor cancel it (" << cancel_error << "): it runs";
+    refused << "; could neither requeue (" << requeued.error() << ") nor cancel it (" << cancelled.error() << "): it runs";
   }
   log << refused.str() << "\n";
   syslog(LOG_WARNING, "%s", refused.str().c_str());

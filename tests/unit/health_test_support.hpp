@@ -48,36 +48,33 @@ class FakeSlurm : public SlurmNodeControl {
   std::string reason;
   std::vector<std::string> calls;  // "read", "drain:REASON", "resume"
   std::function<void()> on_drain;  // runs as the drain arrives, to look at what was done before it
-  std::optional<NodeStatus> read(const std::string& node, std::string& error) override {
+  Result<NodeStatus> read(const std::string& node) override {
     calls.push_back("read");
-    if (!readable) {
-      error = "scontrol timed out";
-      return std::nullopt;
-    }
+    if (!readable) return Error{"scontrol timed out"};
     return NodeStatus{node, state, reason};
   }
-  bool drain(const std::string&, const std::string& r, std::string&) override {
+  Status drain(const std::string&, const std::string& r) override {
     calls.push_back("drain:" + r);
     if (on_drain) on_drain();
     state = state.find("DRAIN") == std::string::npos ? state + "+DRAIN" : state;
     reason = r;
-    return true;
+    return ok_status();
   }
-  bool resume(const std::string&, std::string&) override {
+  Status resume(const std::string&) override {
     calls.push_back("resume");
     state = state.substr(0, state.find("+DRAIN"));
     reason.clear();
-    return true;
+    return ok_status();
   }
   bool batch = true;  // requeue works for batch jobs only
-  bool requeue_job(const std::string& id, std::string& error) override {
+  Status requeue_job(const std::string& id) override {
     calls.push_back("requeue:" + id);
-    if (!batch) error = "scontrol requeue " + id + ": Requested operation not supported on this job";
-    return batch;
+    if (!batch) return Error{"scontrol requeue " + id + ": Requested operation not supported on this job"};
+    return ok_status();
   }
-  bool cancel_job(const std::string& id, std::string&) override {
+  Status cancel_job(const std::string& id) override {
     calls.push_back("cancel:" + id);
-    return true;
+    return ok_status();
   }
   int count(const std::string& prefix) const {
     int n = 0;

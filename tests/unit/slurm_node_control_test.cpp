@@ -16,9 +16,8 @@ TEST(ScontrolNodeControl, ReadsStateAndReason) {
     return exited(0, "NodeName=n2 Arch=x86_64 State=IDLE+DRAIN Reason=SaFE: gpu3 uncorrectable ECC=2 [root@2026-11-29T22:50:00]\n");
   };
   ScontrolNodeControl slurm(runner, 5s);
-  std::string error;
-  auto node = slurm.read("n2", error);
-  ASSERT_TRUE(node) << error;
+  auto node = slurm.read("n2");
+  ASSERT_TRUE(node) << node.error();
   EXPECT_EQ(node->reason, "SaFE: gpu3 uncorrectable ECC=2");
   EXPECT_EQ(runner.calls.at(0), (std::vector<std::string>{"scontrol", "show", "node", "-o", "n2"}));
 }
@@ -26,32 +25,33 @@ TEST(ScontrolNodeControl, ReadsStateAndReason) {
 TEST(ScontrolNodeControl, FailuresAreNotStates) {
   test::FakeProcessRunner runner;
   ScontrolNodeControl slurm(runner, 5s);
-  std::string error;
   runner.respond = [](const auto&) { return test::timed_out(); };
-  EXPECT_FALSE(slurm.read("n1", error));
-  EXPECT_NE(error.find("timed out"), std::string::npos);
+  auto timed_out = slurm.read("n1");
+  EXPECT_FALSE(timed_out);
+  EXPECT_NE(timed_out.error().find("timed out"), std::string::npos);
   runner.respond = [](const auto&) { return exited(1, "", "slurm_load_node error: Unable to contact slurm controller\n"); };
-  EXPECT_FALSE(slurm.read("n1", error));
-  EXPECT_NE(error.find("Unable to contact"), std::string::npos);
+  auto unreachable = slurm.read("n1");
+  EXPECT_FALSE(unreachable);
+  EXPECT_NE(unreachable.error().find("Unable to contact"), std::string::npos);
   runner.respond = [](const auto&) { return exited(0, "NodeName=n7 State=IDLE\n"); };
-  EXPECT_FALSE(slurm.read("n1", error)) << "another node's record must not be taken for ours";
+  EXPECT_FALSE(slurm.read("n1")) << "another node's record must not be taken for ours";
   runner.respond = [](const auto&) { return exited(0, "garbage\n"); };
-  EXPECT_FALSE(slurm.read("n1", error));
+  EXPECT_FALSE(slurm.read("n1"));
 }
 
 TEST(ScontrolNodeControl, DrainAndResumeCommandLines) {
   test::FakeProcessRunner runner;
   runner.respond = [](const auto&) { return exited(0, ""); };
   ScontrolNodeControl slurm(runner, 5s);
-  std::string error;
-  EXPECT_TRUE(slurm.drain("n3", "SaFE: gpu3 uncorrectable ECC=2", error));
-  EXPECT_TRUE(slurm.resume("n3", error));
+  EXPECT_TRUE(slurm.drain("n3", "SaFE: gpu3 uncorrectable ECC=2"));
+  EXPECT_TRUE(slurm.resume("n3"));
   EXPECT_EQ(runner.calls.at(0), (std::vector<std::string>{"scontrol", "update", "nodename=n3", "state=drain",
                                                           "reason=SaFE: gpu3 uncorrectable ECC=2"}));
   EXPECT_EQ(runner.calls.at(1), (std::vector<std::string>{"scontrol", "update", "nodename=n3", "state=resume"}));
   runner.respond = [](const auto&) { return exited(1, "", "Invalid node state specified\n"); };
-  EXPECT_FALSE(slurm.resume("n3", error));
-  EXPECT_NE(error.find("Invalid node state"), std::string::npos);
+  auto refused = slurm.resume("n3");
+  EXPECT_FALSE(refused);
+  EXPECT_NE(refused.error().find("Invalid node state"), std::string::npos);
 }
 
 }  // namespace
