@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <functional>
+#include <stop_token>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,8 +36,10 @@ class KubeClient {
   virtual KubeResponse request(const std::string& method, const std::string& path, const std::string& body = "",
                                const std::string& content_type = "application/json") = 0;
   // GET `path` (a ?watch=1 URL) and hand each line of the stream to `on_line` until the server
-  // closes it, `on_line` returns false, or the connection fails. The status is the response's.
-  virtual KubeResponse watch(const std::string& path, const std::function<bool(std::string_view)>& on_line) = 0;
+  // closes it, `on_line` returns false, `stop` is requested (within about a second, even while
+  // the stream is idle), or the connection fails. The status is the response's.
+  virtual KubeResponse watch(const std::string& path, const std::function<bool(std::string_view)>& on_line,
+                             std::stop_token stop) = 0;
 };
 
 // Where the API server is and how to authenticate.

@@ -19,7 +19,16 @@ struct Sink {
   const std::function<bool(std::string_view)>* on_line = nullptr;
   std::string partial;
   bool stopped = false;
+  std::stop_token stop;  // a watch's: the transfer ends when a stop is requested
 };
+
+// libcurl calls this about once a second even while no byte arrives: a stop needs no traffic.
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* sink = static_cast<Sink*>(user);
+  if (!sink->stop.stop_requested()) return 0;
+  sink->stopped = true;
+  return 1;
+}
 
 size_t on_data(char* data, size_t size, size_t n, void* user) {
   auto* sink = static_cast<Sink*>(user);
@@ -86,11 +95,16 @@ static KubeResponse perform(const KubeConnection& c, const std::string& method, 
   }
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+  if (streaming) {
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &sink);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+  }
   CURLcode rc = curl_easy_perform(h);
   long status = 0;
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
   KubeResponse r{static_cast<int>(status), std::move(sink.body), ""};
-  if (rc != CURLE_OK && !(sink.stopped && rc == CURLE_WRITE_ERROR)) {
+  if (rc != CURLE_OK && !(sink.stopped && (rc == CURLE_WRITE_ERROR || rc == CURLE_ABORTED_BY_CALLBACK))) {
     r.error = std::string(curl_easy_strerror(rc)) + " (" + method + " " + url + ")";
     if (!streaming) r.status = 0;
   }
@@ -103,9 +117,11 @@ KubeResponse CurlKubeClient::request(const std::string& method, const std::strin
   return perform(c_, method, path, body, content_type, sink, false);
 }
 
-KubeResponse CurlKubeClient::watch(const std::string& path, const std::function<bool(std::string_view)>& on_line) {
+KubeResponse CurlKubeClient::watch(const std::string& path, const std::function<bool(std::string_view)>& on_line,
+                                   std::stop_token stop) {
   Sink sink;
   sink.on_line = &on_line;
+  sink.stop = std::move(stop);
   return perform(c_, "GET", path, "", "", sink, true);
 }
 

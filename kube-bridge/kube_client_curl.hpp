@@ -11,7 +11,8 @@ class CurlKubeClient : public KubeClient {
   explicit CurlKubeClient(KubeConnection connection);
   KubeResponse request(const std::string& method, const std::string& path, const std::string& body,
                        const std::string& content_type) override;
-  KubeResponse watch(const std::string& path, const std::function<bool(std::string_view)>& on_line) override;
+  KubeResponse watch(const std::string& path, const std::function<bool(std::string_view)>& on_line,
+                     std::stop_token stop) override;
 
  private:
   KubeConnection c_;

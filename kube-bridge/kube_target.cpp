@@ -64,7 +64,21 @@ NodeState observe_node(KubeClient& client, const std::string& node) {
 KubeTarget::KubeTarget(const SafeConfig& config, KubeClient& client)
     : kube_(config.kube_bridge.kubernetes), failover_(config.failover), checkpoint_(config.checkpoint), client_(client) {}
 
-KubeTarget::~KubeTarget() { stopping_ = true; }
+KubeTarget::~KubeTarget() {
+  for (auto& t : threads_) t.request_stop();
+  threads_.clear();  // joins them, while everything they use still exists
+}
+
+bool KubeTarget::pause(const std::stop_token& stop, std::chrono::milliseconds d) {
+  std::unique_lock lock(wake_mutex_);
+  wake_.wait_for(lock, stop, d, [] { return false; });
+  return !stop.stop_requested();
+}
+
+bool KubeTarget::wait_recovered(const std::stop_token& stop) {
+  std::unique_lock lock(wake_mutex_);
+  return wake_.wait(lock, stop, [this] { return recovered_.load(); });
+}
 
 int KubeTarget::lead_time(const KubeWorkload& w) const {
   return w.settings.ckpt_signal.seconds.value_or(checkpoint_.grace_s);
@@ -492,15 +506,15 @@ void KubeTarget::reconcile_all() {
 
 // List, then watch from the list's resourceVersion; after a disconnect resume from the last
 // version seen; after 410 Gone (the version was compacted away) list again.
-void KubeTarget::watch_loop(const std::string& collection, bool pods) {
+void KubeTarget::watch_loop(const std::stop_token& stop, const std::string& collection, bool pods) {
   std::string rv;
   std::string selector = pods ? "&labelSelector=" + url_escape(label("workload")) : "";
   auto last_resync = std::chrono::steady_clock::now();
-  while (!stopping_) {
+  while (!stop.stop_requested()) {
     if (rv.empty()) {
       KubeResponse r = client_.request("GET", collection + (pods ? "?" + selector.substr(1) : ""));
       if (r.status != 200) {
-        std::this_thread::sleep_for(std::chrono::seconds(1));
+        pause(stop, std::chrono::seconds(1));
         continue;
       }
       rv = jstr(parse(r.body).get(), {"metadata", "resourceVersion"});
@@ -518,17 +532,18 @@ void KubeTarget::watch_loop(const std::string& collection, bool pods) {
                                      }
                                      std::string v = jstr(obj, {"metadata", "resourceVersion"});
                                      if (!v.empty()) rv = v;
-                                     if (type == "BOOKMARK") return !stopping_;
+                                     if (type == "BOOKMARK") return !stop.stop_requested();
                                      if (pods) {
                                        std::string w = jstr(obj, {"metadata", "labels", label("workload").c_str()});
                                        if (!w.empty()) reconcile(w);
                                      } else {
                                        reconcile_all();
                                      }
-                                     return !stopping_.load();
-                                   });
+                                     return !stop.stop_requested();
+                                   },
+                                   stop);
     if (r.status == 410) rv.clear();
-    if (r.status == 0 || r.status >= 500) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (r.status == 0 || r.status >= 500) pause(stop, std::chrono::milliseconds(500));
     // Informer-style resync: catches anything a watch could not express (none expected).
     if (std::chrono::steady_clock::now() - last_resync > std::chrono::seconds(60)) {
       last_resync = std::chrono::steady_clock::now();
@@ -539,19 +554,21 @@ void KubeTarget::watch_loop(const std::string& collection, bool pods) {
 
 void KubeTarget::start() {
   const std::string ns = url_escape(kube_.namespace_);
-  std::thread([this, ns] {
+  threads_.reserve(3);
+  threads_.emplace_back([this](std::stop_token stop) {
     std::string error, last;
-    while (!stopping_ && !recover(error)) {
+    while (!recover(error)) {
       if (error != last) std::fprintf(stderr, "safe-kube-bridge: %s; retrying\n", error.c_str());
       last = error;
-      std::this_thread::sleep_for(std::chrono::seconds(1));
+      if (!pause(stop, std::chrono::seconds(1))) return;
     }
-    std::thread([this, ns] { watch_loop("/api/v1/namespaces/" + ns + "/pods", true); }).detach();
-    std::thread([this] { watch_loop("/api/v1/nodes", false); }).detach();
+    {
+      std::lock_guard lock(wake_mutex_);  // so that no waiter misses it
+    }
+    wake_.notify_all();
     // Failovers whose old pods never report back (a dead node) go on when the lead time is over;
     // workloads with a hangTimeout get their pod logs looked at when due.
-    while (!stopping_) {
-      std::this_thread::sleep_for(std::chrono::seconds(1));
+    while (pause(stop, std::chrono::seconds(1))) {
       std::vector<std::string> waiting;
       {
         std::lock_guard lock(mutex_);
@@ -561,7 +578,13 @@ void KubeTarget::start() {
       for (const auto& n : waiting) reconcile(n);
       poll_hangs();
     }
-  }).detach();
+  });
+  threads_.emplace_back([this, ns](std::stop_token stop) {
+    if (wait_recovered(stop)) watch_loop(stop, "/api/v1/namespaces/" + ns + "/pods", true);
+  });
+  threads_.emplace_back([this](std::stop_token stop) {
+    if (wait_recovered(stop)) watch_loop(stop, "/api/v1/nodes", false);
+  });
 }
 
 }  // namespace safe::bridge

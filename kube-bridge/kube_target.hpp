@@ -11,11 +11,15 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <ctime>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/admission.hpp"
@@ -57,13 +61,18 @@ class KubeTarget {
   bool recovered() const { return recovered_; }
   // Starts the threads: recovery (retried until it works), then the watches (pods, nodes), which
   // resume after disconnects, and a one-second tick for failovers waiting on their lead time and
-  // for the log polls of hang detection (poll_hangs).
+  // for the log polls of hang detection (poll_hangs). The target owns them: its destructor stops
+  // them (a watch idle in libcurl within about a second) and joins them.
   void start();
   void reconcile(const std::string& name);
   void reconcile_all();
 
  private:
-  void watch_loop(const std::string& collection, bool pods);
+  void watch_loop(const std::stop_token& stop, const std::string& collection, bool pods);
+  // Waits `d`, or less when a stop is requested; true while the thread should go on.
+  bool pause(const std::stop_token& stop, std::chrono::milliseconds d);
+  // Waits until recovery has succeeded; false when a stop came first.
+  bool wait_recovered(const std::stop_token& stop);
   std::vector<PodObservation> observe_pods(const std::string& name, int attempt, std::string& nodes, bool& listed);
   bool submit_attempt(KubeWorkload& w, std::string& error);
   void delete_attempt(const std::string& name, int attempt);
@@ -94,7 +103,9 @@ class KubeTarget {
   };
   std::map<std::string, HangWatch> hang_watch_;
   std::atomic<bool> recovered_{false};
-  std::atomic<bool> stopping_{false};
+  std::mutex wake_mutex_;               // with wake_: pauses that a stop or the recovery ends
+  std::condition_variable_any wake_;
+  std::vector<std::jthread> threads_;  // last: stopped and joined before the members they use go
 };
 
 }  // namespace safe::bridge

@@ -143,11 +143,5 @@ int main(int argc, char** argv) {
   sigwait(&signals, &sig);
   std::fprintf(stderr, "safe-kube-bridge: signal %d, stopping\n", sig);
   server.stop();
-  if (kube) {
-    // The watch threads may sit in libcurl for up to a minute (the watch's timeoutSeconds) and
-    // use the target: end the process here instead of destroying what they use.
-    std::fflush(stderr);
-    std::_Exit(0);
-  }
-  return 0;
+  return 0;  // the Kubernetes target, destroyed first, stops and joins its threads
 }

@@ -71,9 +71,13 @@ start_bridge() {  # a bridge on a free port, logging to LOG; URL is where it lis
     wait_for "grep -q 'listening on' $LOG && grep -q 'recovered from their Jobs' $LOG" 15 "cat $LOG"
     URL=$(sed -n 's|.*listening on \(http://[0-9.]*:[0-9]*\).*|\1|p' "$LOG")
 }
-stop_bridge() {
+stop_bridge() {  # SIGTERM: the bridge stops its watches (idle in libcurl), joins its threads, exits 0
+    local t0 rc=0
+    t0=$(date +%s%3N)
     kill "$bridge_pid"
-    wait "$bridge_pid" 2>/dev/null || true
+    wait "$bridge_pid" 2>/dev/null || rc=$?
+    assert_eq 0 "$rc" "exit status of the bridge after SIGTERM"
+    (($(date +%s%3N) - t0 < 10000)) || fail "the bridge took $(($(date +%s%3N) - t0)) ms to stop after SIGTERM"
 }
 start_bridge
 
