@@ -539,8 +539,11 @@ ApiResponse BridgeApi::list_nodes() {
     json_array_append_new(items, j);
   }
   if (kube_) {
-    std::string error;
-    for (const auto& n : kube_->nodes(error)) {
+    // Half a list would read as "these are all the nodes": the Kubernetes half is there, or the
+    // call fails as for Slurm's.
+    auto kube_nodes = kube_->nodes();
+    if (!kube_nodes) return error_response(503, "safe: cannot read nodes from Kubernetes: " + kube_nodes.error() + "; retry shortly");
+    for (const auto& n : *kube_nodes) {
       json_t* j = json_object();
       json_set(j, "name", json_str(n.name));
       json_set(j, "target", json_string("kubernetes"));

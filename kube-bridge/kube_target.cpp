@@ -197,10 +197,13 @@ bool KubeTarget::stop(const std::string& name, bool remove, std::string& error) 
     return true;
   }
   if (w.phase == "Pending" || w.phase == "Running") {
-    w.phase = "Stopped";
-    w.events.push_back({"Stopped", std::time(nullptr), w.attempt, "stopped through the API"});
-    std::string ignored;
-    save(w, true, ignored);  // the pods get SIGTERM: the checkpoint signal, then the lead time
+    // Stopped once the API server has it: its pods get SIGTERM (the checkpoint signal, then the
+    // lead time). Until then the workload runs on, and the caller is told why.
+    KubeWorkload stopped = w;
+    stopped.phase = "Stopped";
+    stopped.events.push_back({"Stopped", std::time(nullptr), w.attempt, "stopped through the API"});
+    if (!save(stopped, true, error)) return error = "cannot suspend the workload's Job: " + error, false;
+    w = std::move(stopped);
   }
   return true;
 }
@@ -231,13 +234,10 @@ std::optional<std::string> KubeTarget::logs(const std::string& name, int attempt
   return log.body;
 }
 
-std::vector<KubeTarget::NodeView> KubeTarget::nodes(std::string& error) {
+Result<std::vector<KubeTarget::NodeView>> KubeTarget::nodes() {
   std::vector<NodeView> out;
   KubeResponse r = client_.request("GET", "/api/v1/nodes");
-  if (r.status != 200) {
-    error = status_message(r);
-    return out;
-  }
+  if (r.status != 200) return Error{status_message(r)};
   Json list = parse(r.body);
   json_t* items = json_object_get(list.get(), "items");
   for (std::size_t i = 0; i < json_array_size(items); ++i) {

@@ -24,6 +24,7 @@
 
 #include "common/admission.hpp"
 #include "common/config.hpp"
+#include "common/result.hpp"
 #include "kube-bridge/kube_attempt.hpp"
 #include "kube-bridge/kube_client.hpp"
 #include "kube-bridge/kube_hang.hpp"
@@ -52,7 +53,7 @@ class KubeTarget {
     bool ready = false;
     bool marked_unhealthy = false;
   };
-  std::vector<NodeView> nodes(std::string& error);
+  Result<std::vector<NodeView>> nodes();
 
   // Rebuilds the workloads from the records on SaFE's Jobs in the namespace (after a restart);
   // Jobs of attempts a record has moved past are deleted. Returns false, with `error`, when the

@@ -211,7 +211,17 @@ assert_eq "kube-k1 kube-k2 kube-k3 kube-k4 kube-k8" "$(expect 200 GET '/api/v1/w
 assert_eq "kube-k2 kube-k3" "$(expect 200 GET '/api/v1/workloads?target=kubernetes&state=Failed' | jq -r '[.items[].id] | join(" ")')" "failed"
 assert_contains "$(expect 200 GET /api/v1/nodes | jq -c '[.items[] | select(.target == "kubernetes") | .name]')" '"k1","k2","k3"'
 expect 409 POST /api/v1/workloads '{"name":"k4","target":"kubernetes","image":"i","script":"x"}' >/dev/null
+# Nodes the API server will not list: the call fails (503), never half a list.
+double refuse '{"method":"GET","kind":"Node"}'
+expect 503 GET /api/v1/nodes >/dev/null
+double refuse
 expect 201 POST /api/v1/workloads '{"name":"k5","target":"kubernetes","image":"i","script":"x"}' >/dev/null
+# An API server that refuses the suspension: the stop fails (502), and the workload runs on.
+double refuse '{"method":"PATCH","kind":"Job"}'
+expect 502 POST /api/v1/workloads/kube-k5/stop >/dev/null
+double refuse
+[[ $(phase kube-k5) != Stopped ]] || fail "kube-k5 reads Stopped though its Job was never suspended"
+assert_eq null "$(objects Job | jq -r '.[] | select(.metadata.name == "k5-a1") | .spec.suspend')" "Job of a refused stop"
 expect 202 POST /api/v1/workloads/kube-k5/stop >/dev/null
 assert_eq Stopped "$(phase kube-k5)" "stopped"
 assert_eq true "$(objects Job | jq -r '.[] | select(.metadata.name == "k5-a1") | .spec.suspend')" "stopped Job suspended"

@@ -19,7 +19,8 @@ NotReady (the pod stays Terminating, as on a real cluster, until the node is bac
 the rest through /_double/ endpoints: pod phase, exit code and conditions, node readiness (which,
 like the node lifecycle controller, marks that node's pods not Ready), a Job's deadline passing
 (condition Failed/DeadlineExceeded, its running pods deleted gracefully), dropping open watches,
-compacting history, and reading every deletion and the full change history.
+compacting history, reading every deletion and the full change history, and refusing the
+requests of one method on one kind with 500 (an API server that fails: /_double/refuse).
 
 Usage: kube_api_double.py --port-file FILE [--nodes k1,k2,k3] [--token TOKEN] [--kubelet-stop-seconds S]
 """
@@ -37,7 +38,7 @@ STORE = {}        # (kind, namespace, name) -> object
 EVENTS = []       # (rv, kind, namespace, type, object)
 HISTORY = []      # {"rv", "kind", "type", "name"} for every change, never compacted (/_double/history)
 DELETIONS = []    # every DELETE and Job-controller deletion with its effective options (/_double/deletions)
-STATE = {"rv": 100, "oldest": 0, "generation": 0}
+STATE = {"rv": 100, "oldest": 0, "generation": 0, "refuse": None}  # refuse: {"method", "kind"} answered 500
 LOG_WRITES = {}   # (namespace, pod) -> [(time, text)]: when each piece of its log was written (sinceSeconds)
 TOKEN = None
 KUBELET_STOP_SECONDS = 0.3
@@ -300,6 +301,9 @@ class Handler(BaseHTTPRequestHandler):
         if target is None:
             return self.send_json(*status(404, "NotFound", f"the server could not find the requested resource {self.path}"))
         kind, ns, name, sub = target
+        refuse = STATE["refuse"]
+        if refuse and refuse["method"] == method and refuse["kind"] == kind:
+            return self.send_json(*status(500, "InternalError", "refused by the test (/_double/refuse)"))
         if method == "GET" and name is None and q.get("watch") in ("1", "true"):
             return self.watch(kind, ns, q)
         with LOCK:
@@ -457,6 +461,8 @@ class Handler(BaseHTTPRequestHandler):
                             timer = threading.Timer(KUBELET_STOP_SECONDS, kubelet_stops, (pns, pname))
                             timer.daemon = True
                             timer.start()
+            elif parts == ["refuse"]:  # {"method": "PATCH", "kind": "Job"}; {} ends the refusal
+                STATE["refuse"] = body if body.get("method") else None
             elif parts == ["drop-watches"]:
                 STATE["generation"] += 1
                 LOCK.notify_all()
