@@ -74,8 +74,7 @@ HttpResponse ControllerApi::handle(const HttpRequest& req) const {
     if (!who.admin)
       return error(403, "safed: releasing a quarantined node is for administrators (auth.admins); user '" +
                             who.user.name + "' is not one");
-    std::string err = data_.release_node(m[1]);
-    if (!err.empty()) return error(409, err);
+    if (Status released = data_.release_node(m[1]); !released) return error(409, released.error());
     return json_ok("{\"released\": true}\n");
   }
   return error(404, "safed: no such resource; see docs/controller.md");

@@ -11,6 +11,7 @@
 
 #include "common/authenticator.hpp"
 #include "common/http_service.hpp"
+#include "common/result.hpp"
 
 namespace safe {
 
@@ -22,8 +23,8 @@ struct ControllerData {
   std::function<std::string(bool include_finished, std::optional<std::uint32_t> user)> jobs;
   // "" when there is no such job visible to `user`.
   std::function<std::string(std::uint32_t id, std::optional<long long> submitted, std::optional<std::uint32_t> user)> job;
-  // "" when done, else why not.
-  std::function<std::string(const std::string& node)> release_node;
+  // Ends a node's quarantine, or says why not.
+  std::function<Status(const std::string& node)> release_node;
 };
 
 class ControllerApi {

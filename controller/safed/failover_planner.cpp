@@ -287,18 +287,18 @@ void FailoverPlanner::record_fault(const SlurmNode& n, NodeCondition c, long lon
   ++counters_.quarantines;
 }
 
-std::string FailoverPlanner::release_node(const std::string& node, long long now) {
+Status FailoverPlanner::release_node(const std::string& node, long long now) {
   auto it = node_index_.find(node);
   bool ours = quarantined_.count(node) > 0 ||
               (it != node_index_.end() && node_condition(*it->second) == NodeCondition::quarantined);
-  if (!ours) return "safed: node " + node + " is not quarantined by SaFE; nothing to release";
-  std::string err = slurm_.resume_node(node).error();
-  log_action(now, {}, node, "quarantine released", err.empty() ? "by safectl node release" : err, err.empty());
-  if (!err.empty()) return "safed: cannot resume " + node + ": " + err;
+  if (!ours) return Error{"safed: node " + node + " is not quarantined by SaFE; nothing to release"};
+  Status resumed = slurm_.resume_node(node);
+  log_action(now, {}, node, "quarantine released", resumed ? "by safectl node release" : resumed.error(), resumed.ok());
+  if (!resumed) return Error{"safed: cannot resume " + node + ": " + resumed.error()};
   store_.release_quarantine(node, now);
   quarantined_.erase(node);
   faults_[node].clear();  // a released node starts with a clean lemon window
-  return "";
+  return ok_status();
 }
 
 std::optional<std::vector<NodeFault>> FailoverPlanner::faults_during(TrackedJob& t, const SlurmJob& job,

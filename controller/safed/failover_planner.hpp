@@ -89,7 +89,7 @@ class FailoverPlanner {
   void set_unanswered_nodes(std::unordered_set<std::string> nodes) { unanswered_ = std::move(nodes); }
 
   // Ends a quarantine (safectl node release): resumes the node and records it.
-  std::string release_node(const std::string& node, long long now);
+  Status release_node(const std::string& node, long long now);
 
   const std::unordered_map<std::uint32_t, TrackedJob>& jobs() const { return jobs_; }
   const std::vector<SlurmNode>& nodes() const { return nodes_; }

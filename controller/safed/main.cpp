@@ -174,9 +174,9 @@ int main(int argc, char** argv) {
         },
         [&](const std::string& node) {
           std::lock_guard lock(mutex);
-          std::string err = planner->release_node(node, now_s());
+          safe::Status released = planner->release_node(node, now_s());
           for (const auto& line : planner->take_log()) log_line(line);
-          return err;
+          return released;
         },
     });
     safe::raise_open_file_limit();

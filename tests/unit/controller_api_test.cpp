@@ -49,7 +49,7 @@ class ControllerApiTest : public ::testing::Test {
     };
     d.release_node = [this](const std::string& node) {
       released = node;
-      return std::string();
+      return ok_status();
     };
     return ControllerApi(auth, d);
   }

@@ -430,10 +430,10 @@ TEST_F(PlannerTest, LemonNodeIsQuarantinedAndReleased) {
   EXPECT_EQ(1u, planner->quarantined().count("n4"));
   run_for(3);
   EXPECT_EQ(1, slurm.count("drain n4")) << "quarantine is not repeated";
-  EXPECT_EQ("", planner->release_node("n4", now));
+  EXPECT_TRUE(planner->release_node("n4", now));
   EXPECT_EQ(1, slurm.count("resume n4"));
   EXPECT_TRUE(planner->quarantined().empty());
-  EXPECT_NE("", planner->release_node("n1", now)) << "n1 was never quarantined";
+  EXPECT_FALSE(planner->release_node("n1", now)) << "n1 was never quarantined";
 }
 
 TEST_F(PlannerTest, HealthCheckerRedrainOfAQuarantinedNodeKeepsTheQuarantine) {
