@@ -50,7 +50,7 @@ bool is_type_name(std::string_view s) {
 bool names_gpu_shares(std::string_view tres) {
   for (std::string_view entry : split(tres, ',')) {
     if (entry.starts_with("gres:") || entry.starts_with("gres/")) entry.remove_prefix(5);
-    std::string_view name = entry.substr(0, entry.find(':'));
+    std::string_view name = entry.substr(0, entry.find_first_of(":="));  // shard:4, shard=4
     if (name == "shard" || name == "mps") return true;
   }
   return false;

@@ -522,7 +522,7 @@ ApiResponse BridgeApi::list_nodes() {
   auto nodes = slurm_.nodes();
   if (!nodes.value) return error_response(503, "safe: cannot read nodes from Slurm: " + nodes.error + "; retry shortly");
   Json body = json_take(json_object());
-  json_t* items = json_array();
+  Json items = json_take(json_array());
   for (const auto& n : *nodes.value) {
     json_t* j = json_object();
     json_set(j, "name", json_str(n.name));
@@ -536,7 +536,7 @@ ApiResponse BridgeApi::list_nodes() {
     json_set(j, "health", json_string(unhealthy ? "unhealthy" : "healthy"));
     // SaFE's own drains carry reasons starting with "SaFE" (safe-prolog, safe-healthcheck).
     json_set(j, "safeDrained", json_boolean(unhealthy && n.reason.starts_with("SaFE")));
-    json_array_append_new(items, j);
+    json_array_append_new(items.get(), j);
   }
   if (kube_) {
     // Half a list would read as "these are all the nodes": the Kubernetes half is there, or the
@@ -551,10 +551,10 @@ ApiResponse BridgeApi::list_nodes() {
       json_set(j, "reason", json_str(n.marked_unhealthy ? "SaFE: node_fault" : ""));
       json_set(j, "health", json_string(n.ready && !n.marked_unhealthy ? "healthy" : "unhealthy"));
       json_set(j, "safeDrained", json_boolean(n.marked_unhealthy));
-      json_array_append_new(items, j);
+      json_array_append_new(items.get(), j);
     }
   }
-  json_set(body.get(), "items", items);
+  json_set(body.get(), "items", items.release());
   return json_response(200, body.get());
 }
 

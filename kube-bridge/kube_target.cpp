@@ -144,6 +144,13 @@ bool KubeTarget::save(const KubeWorkload& w, bool suspend, std::string& error) {
   return false;
 }
 
+bool KubeTarget::job_suspended(const KubeWorkload& w) {
+  int holder = w.draining_attempt ? w.draining_attempt : w.attempt;
+  KubeResponse r = client_.request("GET", "/apis/batch/v1/namespaces/" + url_escape(kube_.namespace_) + "/jobs/" +
+                                              url_escape(kube_object_name(w.spec.name, holder)));
+  return r.status == 200 && json_is_true(json_object_get(json_object_get(parse(r.body).get(), "spec"), "suspend"));
+}
+
 std::optional<std::pair<int, std::string>> KubeTarget::create(const WorkloadSpec& spec, const JobSettings& settings,
                                                               const std::string& user, uid_t uid, gid_t gid) {
   if (!recovered_) return std::pair(503, "safe: the bridge is still reading its Kubernetes workloads; retry in a few seconds");
@@ -202,7 +209,10 @@ bool KubeTarget::stop(const std::string& name, bool remove, std::string& error) 
     KubeWorkload stopped = w;
     stopped.phase = "Stopped";
     stopped.events.push_back({"Stopped", std::time(nullptr), w.attempt, "stopped through the API"});
-    if (!save(stopped, true, error)) return error = "cannot suspend the workload's Job: " + error, false;
+    // A PATCH whose answer was lost may still have been applied (record and suspension go in one
+    // request): the Job then says so, and the workload is Stopped after all.
+    if (!save(stopped, true, error) && !job_suspended(stopped))
+      return error = "cannot suspend the workload's Job: " + error, false;
     w = std::move(stopped);
   }
   return true;

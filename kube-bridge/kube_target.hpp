@@ -79,6 +79,8 @@ class KubeTarget {
   void delete_attempt(const std::string& name, int attempt);
   // Merge-patches the record onto the Job that holds it; `suspend` also stops the Job's pods.
   bool save(const KubeWorkload& w, bool suspend, std::string& error);
+  // Whether the Job that holds the workload's record is suspended (read from the API server).
+  bool job_suspended(const KubeWorkload& w);
   void fail_over(KubeWorkload& w, const KubeDecision& d, std::time_t now);
   void finish_failover(KubeWorkload& w, std::time_t now);
   // Classified, not retried: the workload Fails; `stop_pods` suspends its Job (checkpoint signal).

@@ -23,6 +23,7 @@ struct DeadlineReader::Shared {
     bool running = false;  // a worker is reading it
     bool stuck = false;    // running past its deadline
     bool urgent = false;
+    bool retry = false;    // the last answer was a queued read's timeout: read again when asked
     unsigned long long seq = 0;  // of the read in flight
     SteadyClock::time_point queued_since, running_since, last_asked;
   };
@@ -104,11 +105,15 @@ void DeadlineReader::check_deadlines() {
   Shared& s = *shared_;
   auto now = SteadyClock::now();
   bool dropped = false;
+  // Every worker is stuck (the cap of replacements reached): nothing queued will be read until a
+  // hung mount answers. A worker that is merely busy frees up, so reads wait for it.
+  bool none_free = s.workers <= s.stuck;
   for (auto& [key, e] : s.entries) {
-    if (e.queued && now - e.queued_since >= s.settings.deadline) {
-      // No worker took it in time (every one is busy or stuck): unknown, like a read that hung.
-      // A new seq orphans its task in the queue; the next ask queues it again.
+    if (e.queued && none_free && now - e.queued_since >= s.settings.deadline) {
+      // Unknown, like a read that hung. A new seq orphans its task in the queue; the next ask
+      // queues it again (`retry`), whatever freshness it asks for.
       e.queued = false;
+      e.retry = true;
       e.seq = ++s.next_seq;
       e.answer = Answer{s.clock(), true, {}};
       ++s.timeouts;
@@ -139,8 +144,9 @@ std::optional<DeadlineReader::Answer> DeadlineReader::get(const std::string& key
   Shared::Entry& e = s.entries[key];
   e.last_asked = SteadyClock::now();
   bool busy = e.queued || e.running;
-  if (!busy && (!e.answer || e.answer->started < want_since)) {
+  if (!busy && (!e.answer || e.answer->started < want_since || e.retry)) {
     e.queued = true;
+    e.retry = false;
     e.queued_since = SteadyClock::now();
     e.urgent = urgent;
     e.seq = ++s.next_seq;

@@ -4,14 +4,14 @@
 // planner's pass, and with it failovers, probes and the API. So the planner only asks for reads
 // and takes the answers it has; worker threads do the reading.
 //
-// Every read has a deadline, counted from when it was asked for. Past it the read counts as timed
-// out (callers take that as "unknown", never as "no progress"): a running read's worker is written
-// off and a new one starts in its place, up to `max_stuck` written-off workers; a read still
-// waiting for a worker is dropped from the queue. While a read of a key is stuck, that key is not
-// read again. So when a hung mount has taken every worker, later reads are answered "timed out"
-// after one deadline instead of waiting for a worker forever: the caller always gets an answer in
-// bounded time. A stuck read that returns at last delivers its answer as usual. Reads that must
-// not wait behind users' files (safed's own evidence) get a reader of their own.
+// Every read has a deadline. Past it a running read counts as timed out (callers take that as
+// "unknown", never as "no progress"), its worker is written off and a new one starts in its place,
+// up to `max_stuck` written-off workers; while a read of a key is stuck, that key is not read
+// again, and a stuck read that returns at last delivers its answer as usual. Once every worker is
+// stuck (hung mounts took them all), a read that has waited a deadline in the queue is answered
+// "timed out" too, instead of waiting for a worker forever, and is read again at the next ask: the
+// caller always gets an answer in bounded time. Reads that must not wait behind users' files
+// (safed's own evidence) get a reader of their own.
 #pragma once
 
 #include <any>

@@ -222,7 +222,10 @@ expect 502 POST /api/v1/workloads/kube-k5/stop >/dev/null
 double refuse
 [[ $(phase kube-k5) != Stopped ]] || fail "kube-k5 reads Stopped though its Job was never suspended"
 assert_eq null "$(objects Job | jq -r '.[] | select(.metadata.name == "k5-a1") | .spec.suspend')" "Job of a refused stop"
+# The suspension is made but its answer is lost: the bridge reads the Job back, and it is Stopped.
+double refuse '{"method":"PATCH","kind":"Job","apply":true}'
 expect 202 POST /api/v1/workloads/kube-k5/stop >/dev/null
+double refuse
 assert_eq Stopped "$(phase kube-k5)" "stopped"
 assert_eq true "$(objects Job | jq -r '.[] | select(.metadata.name == "k5-a1") | .spec.suspend')" "stopped Job suspended"
 wait_for "[[ -z \$(pod_of k5-a1 0) ]]" 10 "echo the stopped workload's pod is still there"

@@ -69,7 +69,7 @@ assert_eq 2 "$(grep -c "^cluster=$name_a node=n" "$work/out.a")" "tasks of job o
 assert_eq 2 "$(grep -c "^cluster=$name_b node=n" "$work/out.b")" "tasks of job on $name_b"
 
 "$SAFE_CLUSTER_BIN" down --dir "$dir_b" || fail "down of second cluster failed"
-left=$(cluster_procs "$dir_b")
+left=$(survivors_of "$dir_b")
 [[ -z $left ]] || fail "processes of the second cluster remain after down:"$'\n'"$left"
 left=$(pgrep -af -- "-f $dir_b/slurm.conf" || true)
 [[ -z $left ]] || fail "daemons of the second cluster remain after down:"$'\n'"$left"

@@ -60,6 +60,24 @@ use_cluster() {
 # own shell excluded: safe-cluster's own scan, the one `down` acts on.
 cluster_procs() { "$SAFE_CLUSTER_BIN" pids --dir "$1"; }
 
+# survivors_of DIR: the processes still tagged SAFE_CLUSTER_DIR=DIR, and slurmstepd holding a file
+# under DIR open (it loses the tag), the caller's shell excluded. Deliberately not safe-cluster's
+# own scan: a check that `down` left nothing behind must not use the eyes of `down` itself.
+survivors_of() {
+    local dir f pid
+    dir=$(realpath -m -- "$1")
+    for f in /proc/[0-9]*/environ; do
+        pid=${f#/proc/}
+        pid=${pid%/environ}
+        [[ $pid != "$$" && $pid != "$BASHPID" ]] || continue
+        if grep -qzxF -- "SAFE_CLUSTER_DIR=$dir" "$f" 2>/dev/null ||
+            { [[ $(cat "/proc/$pid/comm" 2>/dev/null) == slurmstepd ]] &&
+                [[ -n $(find "/proc/$pid/fd" -maxdepth 1 -lname "$dir/*" -print -quit 2>/dev/null) ]]; }; then
+            echo "$pid $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)"
+        fi
+    done
+}
+
 # cluster_pids_of DIR PROGRAM: the pids of the cluster's processes running PROGRAM (safed,
 # safe-trainer, ...), one a line.
 cluster_pids_of() { cluster_procs "$1" | awk -v n="$2" '{ k = split($2, p, "/") } p[k] == n { print $1 }'; }

@@ -20,7 +20,8 @@ the rest through /_double/ endpoints: pod phase, exit code and conditions, node 
 like the node lifecycle controller, marks that node's pods not Ready), a Job's deadline passing
 (condition Failed/DeadlineExceeded, its running pods deleted gracefully), dropping open watches,
 compacting history, reading every deletion and the full change history, and refusing the
-requests of one method on one kind with 500 (an API server that fails: /_double/refuse).
+requests of one method on one kind with 500, or applying them and losing the answer (an API
+server or network that fails: /_double/refuse).
 
 Usage: kube_api_double.py --port-file FILE [--nodes k1,k2,k3] [--token TOKEN] [--kubelet-stop-seconds S]
 """
@@ -265,6 +266,9 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def send_json(self, code, body):
+        if getattr(self, "drop_answer", False):  # /_double/refuse with "apply": done, never told
+            self.close_connection = True
+            return
         data = json.dumps(body).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
@@ -303,7 +307,9 @@ class Handler(BaseHTTPRequestHandler):
         kind, ns, name, sub = target
         refuse = STATE["refuse"]
         if refuse and refuse["method"] == method and refuse["kind"] == kind:
-            return self.send_json(*status(500, "InternalError", "refused by the test (/_double/refuse)"))
+            if not refuse.get("apply"):
+                return self.send_json(*status(500, "InternalError", "refused by the test (/_double/refuse)"))
+            self.drop_answer = True  # the request takes effect; its answer is lost on the way
         if method == "GET" and name is None and q.get("watch") in ("1", "true"):
             return self.watch(kind, ns, q)
         with LOCK:
@@ -461,7 +467,7 @@ class Handler(BaseHTTPRequestHandler):
                             timer = threading.Timer(KUBELET_STOP_SECONDS, kubelet_stops, (pns, pname))
                             timer.daemon = True
                             timer.start()
-            elif parts == ["refuse"]:  # {"method": "PATCH", "kind": "Job"}; {} ends the refusal
+            elif parts == ["refuse"]:  # {"method": "PATCH", "kind": "Job" [, "apply": true]}; {} ends it
                 STATE["refuse"] = body if body.get("method") else None
             elif parts == ["drop-watches"]:
                 STATE["generation"] += 1

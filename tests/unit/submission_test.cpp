@@ -143,7 +143,7 @@ TEST(Submission, AnUnboundedNodeCountIsBoundedToWhatIsCharged) {
 // A share of a GPU (gres/shard, gres/mps) runs on GPUs no whole-GPU count covers: a quota
 // refuses it; outside a quota it is Slurm's business.
 TEST(Submission, SharesOfAGpuAreRefusedInAWorkspaceWithAQuota) {
-  for (const char* tres : {"gres:shard:4", "gres/mps:100", "gres:gpu:1,gres:shard:2"}) {
+  for (const char* tres : {"gres:shard:4", "gres/mps:100", "gres:gpu:1,gres:shard:2", "gres/shard=4"}) {
     Submission s = ml_job();
     s.gpus.tres_per_node = tres;
     SubmissionReview r = review_submission(config(), s, kAlice, &kShape);

@@ -21,7 +21,7 @@ read -r safe_dir plain_dir < <(sed -n 's/^clusters: SaFE at \([^,]*\), plain at 
 [[ -n $safe_dir && -n $plain_dir ]] || fail "the run did not say where its clusters were"
 for d in "$safe_dir" "$plain_dir"; do
     [[ ! -e $d ]] || fail "cluster directory $d is left behind"
-    [[ -z $(cluster_procs "$d") ]] || fail "processes of the cluster at $d survived the run: $(cluster_procs "$d")"
+    [[ -z $(survivors_of "$d") ]] || fail "processes of the cluster at $d survived the run: $(survivors_of "$d")"
 done
 
 q() { jq -r "$1" "$json"; }
