@@ -30,6 +30,7 @@ wait_for "[[ \$(last_step_of_attempt $work/out 1) -ge 60 ]]" 30 "scontrol show j
 nodes=$(job_field "$jobid" NodeList)
 bad=$(scontrol show hostnames "$nodes" | tail -n1)
 
+right_after_health_check "$bad"
 t0=$(now_ms)
 scontrol update nodename="$bad" state=drain reason="SaFE: gpu0 uncorrectable ECC=2"
 wait_restarted "$jobid" 1 $((t0 / 1000)) 30

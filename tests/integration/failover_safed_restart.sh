@@ -20,10 +20,7 @@ work=$(mktemp -d)
 jobid="" bad=""
 cleanup() {
     [[ -z $jobid ]] || scancel "$jobid" 2>/dev/null || true
-    if [[ -n $bad ]]; then
-        safectl inject --node "$bad" --gpu all --fault clear >/dev/null 2>&1 || true
-        scontrol update nodename="$bad" state=resume 2>/dev/null || true
-    fi
+    [[ -z $bad ]] || scontrol update nodename="$bad" state=resume 2>/dev/null || true
     # Whatever happened, leave a safed running for the other tests.
     if [[ -z $(safed_pid) ]]; then
         (setsid "${safed_cmd[@]}" </dev/null >>"$SAFE_CLUSTER_DIR/log/safed.out" 2>&1 &)
@@ -39,9 +36,7 @@ jobid=$(sbatch --parsable -N2 --gpus-per-node=1 --safe-retries=3 --safe-ckpt-sig
     -o "$work/out" "$work/job.sh" --steps 100000 --rate 10)
 wait_for "[[ \$(job_field $jobid JobState) == RUNNING ]]" 30
 bad=$(scontrol show hostnames "$(job_field "$jobid" NodeList)" | head -n1)
-# The GPU fails for the health checker too: finding the node healthy, it would resume a drain with
-# SaFE's reason at its next run (every 5 s), maybe before safed acts on it.
-safectl inject --node "$bad" --gpu 1 --fault lost >/dev/null
+right_after_health_check "$bad"
 t0=$(now_ms)
 scontrol update nodename="$bad" state=drain reason="SaFE: gpu1 lost (fell off the bus)"
 wait_for "grep -q 'job $jobid: checkpoint signal' $SAFE_CLUSTER_DIR/log/safed.out" 15 "tail $SAFE_CLUSTER_DIR/log/safed.out"
