@@ -12,7 +12,7 @@ std::vector<ProbeTarget> DeadNodeDetector::targets(const FailoverPlanner& planne
   bool changed = false;
   for (const auto& [id, t] : planner.jobs()) {
     // A job failing over still holds its nodes: the failover needs to know which of them answer.
-    if ((t.record.state != "running" && t.record.state != "failing_over") || t.attempt_nodes.empty()) continue;
+    if ((t.record.state != SafeJobState::running && t.record.state != SafeJobState::failing_over) || t.attempt_nodes.empty()) continue;
     auto it = job_nodes_.find(id);
     auto& entry = seen[id];
     if (it != job_nodes_.end() && it->second.first == t.attempt_nodes) {

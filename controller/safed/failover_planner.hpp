@@ -4,6 +4,11 @@
 // nodes, and detects hangs. All side effects go through SlurmClient, JobFiles and StateStore, and
 // each failover is keyed by (job, Slurm restart count), so a pass repeated after a crash or a
 // restart never requeues twice.
+//
+// Where each part is: the pass and a job's record here (failover_planner.cpp); the nodes' faults
+// and quarantines in failover_nodes.cpp; an attempt's end, its classification and the start of
+// its failover in failover_attempts.cpp; the failover's phases in failover_executor.cpp, which
+// acts on the pure decisions of failover_decisions.hpp.
 #pragma once
 
 #include <chrono>
@@ -21,6 +26,7 @@
 #include "common/failure_classification.hpp"
 #include "common/job_metadata.hpp"
 #include "common/requeue_storm_guard.hpp"
+#include "controller/safed/failover_decisions.hpp"
 #include "controller/safed/job_files.hpp"
 #include "controller/safed/slurm_client.hpp"
 #include "controller/safed/state_store.hpp"
@@ -109,6 +115,15 @@ class FailoverPlanner {
   void observe_nodes(const std::vector<SlurmNode>& nodes, long long now);
   void record_fault(const SlurmNode& n, NodeCondition c, long long now);
   void observe_job(const SlurmJob& job, const JobMetadata& meta, long long now);
+  void adopt(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta);
+  void note_run(TrackedJob& t, const SlurmJob& job, long long now);
+  void lift_requeue_hold(TrackedJob& t, const SlurmJob& job, long long now);
+  bool advance_open_failovers(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
+  // What the job's state shows about its attempts (failover_attempts.cpp).
+  void observe_attempt(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
+  void observe_running(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
+  void observe_previous_end(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
+  void observe_end(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
   // The job left Slurm (or its id now names another job): records its end, drops its evidence.
   void finish_gone(TrackedJob& t, long long now);
   // Faults SaFE saw on `nodes` since `from`, with the epilog's evidence; nullopt while that is
@@ -123,18 +138,16 @@ class FailoverPlanner {
                       long long now);
   void finish_without_failover(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta,
                                const Classification& c, const std::string& note, long long now);
+  // Moves an open failover on through its phases (failover_executor.cpp).
   void advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
+  void restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, const FailoverStep& s,
+               long long now);
+  std::vector<RunNode> run_nodes(const TrackedJob& t, const SlurmJob& job) const;
+  RestartPlacement placement_for(const FailoverRecord& f, const TrackedJob& t, const SlurmJob& job);
+  // Logs (and counts) a failover's deferral when it is not the one logged last for the job.
+  void defer(std::uint32_t job_id, Deferral why, const std::string& message);
   // The end of the job's output after a failover: what it says is the user's, never a diagnosis.
   std::optional<std::string> output_tail_after_failover(TrackedJob& t, const SlurmJob& job);
-  // False while the job still holds a node that does not answer (see the .cpp).
-  bool released_by_silent_nodes(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, long long now);
-  struct RestartPlacement {
-    std::string exclude;                      // ExcNodeList
-    std::optional<std::string> required;      // ReqNodeList, when a required node must be dropped
-    std::vector<std::string> dropped_required;
-    bool wait_credential = false;             // start only once the old credential expired
-  };
-  RestartPlacement placement_for(const FailoverRecord& f, const TrackedJob& t, const SlurmJob& job);
   // Adds an attempt's run time to its job, and for a failed attempt the work after its newest
   // complete checkpoint to the job's lost work (see lost_work.hpp).
   void count_attempt(TrackedJob& t, long long start, long long end, bool failed, long long checkpoint);
@@ -155,7 +168,7 @@ class FailoverPlanner {
   std::unordered_map<std::uint32_t, TrackedJob> jobs_;
   std::map<std::pair<JobKey, int>, FailoverRecord> open_;  // by (job, attempt)
   std::unordered_map<std::string, std::vector<NodeFaultRecord>> faults_;  // recent, by node
-  std::unordered_map<std::string, std::string> last_fault_key_;  // node -> reason seen last
+  std::unordered_map<std::string, bool> in_fault_;  // node -> its fault episode is recorded
   std::map<std::string, QuarantineRecord> quarantined_;
   std::unordered_map<std::string, const SlurmNode*> node_index_;
   std::vector<SlurmNode> nodes_;
@@ -164,7 +177,7 @@ class FailoverPlanner {
   long long pass_ = 0;
   PlannerCounters counters_;
   std::vector<std::string> log_;
-  std::map<std::uint32_t, std::string> last_deferral_;  // job -> last deferral logged
+  std::map<std::uint32_t, Deferral> last_deferral_;  // job -> last deferral logged
   std::function<std::string(std::uint32_t)> user_names_ = [](std::uint32_t uid) { return std::to_string(uid); };
   std::function<long long()> wall_ns_ = [] {
     return static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(

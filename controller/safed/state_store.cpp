@@ -163,7 +163,7 @@ JobRecord read_job(Statement& q) {
   j.max_retries = static_cast<int>(q.i(6));
   j.retries_used = static_cast<int>(q.i(7));
   j.gpus = q.i(8);
-  j.state = q.s(9);
+  j.state = parse_safe_job_state(q.s(9));
   j.last_class = q.s(10);
   j.last_evidence = q.s(11);
   j.run_seconds = q.i(12);
@@ -190,6 +190,54 @@ ActionRecord read_action(Statement& q) {
 std::string select_failovers(const char* rest) { return std::string("SELECT ") + kFailoverColumns + " FROM failovers " + rest; }
 
 }  // namespace
+
+std::string_view to_string(SafeJobState s) {
+  switch (s) {
+    case SafeJobState::pending: return "pending";
+    case SafeJobState::running: return "running";
+    case SafeJobState::suspended: return "suspended";
+    case SafeJobState::failing_over: return "failing_over";
+    case SafeJobState::requeued: return "requeued";
+    case SafeJobState::held: return "held";
+    case SafeJobState::completed: return "completed";
+    case SafeJobState::cancelled: return "cancelled";
+    case SafeJobState::failed: return "failed";
+    case SafeJobState::timeout: return "timeout";
+    case SafeJobState::node_fail: return "node_fail";
+    case SafeJobState::preempted: return "preempted";
+    case SafeJobState::boot_fail: return "boot_fail";
+    case SafeJobState::deadline: return "deadline";
+    case SafeJobState::out_of_memory: return "out_of_memory";
+    case SafeJobState::gone: return "gone";
+    case SafeJobState::other: break;
+  }
+  return "other";
+}
+
+SafeJobState parse_safe_job_state(std::string_view s) {
+  for (int i = 0; i <= static_cast<int>(SafeJobState::other); ++i)
+    if (to_string(static_cast<SafeJobState>(i)) == s) return static_cast<SafeJobState>(i);
+  return SafeJobState::other;
+}
+
+SafeJobState safe_job_state(SlurmJobState s) {
+  switch (s) {
+    case SlurmJobState::pending: return SafeJobState::pending;
+    case SlurmJobState::running: return SafeJobState::running;
+    case SlurmJobState::suspended: return SafeJobState::suspended;
+    case SlurmJobState::complete: return SafeJobState::completed;
+    case SlurmJobState::cancelled: return SafeJobState::cancelled;
+    case SlurmJobState::failed: return SafeJobState::failed;
+    case SlurmJobState::timeout: return SafeJobState::timeout;
+    case SlurmJobState::node_fail: return SafeJobState::node_fail;
+    case SlurmJobState::preempted: return SafeJobState::preempted;
+    case SlurmJobState::boot_fail: return SafeJobState::boot_fail;
+    case SlurmJobState::deadline: return SafeJobState::deadline;
+    case SlurmJobState::out_of_memory: return SafeJobState::out_of_memory;
+    case SlurmJobState::other: break;
+  }
+  return SafeJobState::other;
+}
 
 std::string to_string(FailoverPhase p) {
   switch (p) {
@@ -321,7 +369,7 @@ void StateStore::put_job(const JobRecord& j) {
   Statement(db_, prepare(std::string("INSERT OR REPLACE INTO jobs (") + kJobColumns +
                          ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"))
       .bind_all(j.job_id, j.submitted, j.submit_time, j.user_id, j.name, j.workspace, j.max_retries, j.retries_used, j.gpus,
-                j.state, j.last_class, j.last_evidence, j.run_seconds, j.lost_seconds, j.end_time, j.updated,
+                std::string(to_string(j.state)), j.last_class, j.last_evidence, j.run_seconds, j.lost_seconds, j.end_time, j.updated,
                 j.user_exclude)
       .run();
 }

@@ -7,8 +7,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "common/slurm_model.hpp"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -24,6 +27,17 @@ struct JobKey {
   auto operator<=>(const JobKey&) const = default;
 };
 
+// A job's state as SaFE sees it: Slurm's (pending, running, completed, failed, ...) and SaFE's own
+// (failing_over: a failover is under way; requeued: failed over, waiting to run again; held: not
+// retried, kept from running again; gone: left Slurm without an end safed saw).
+enum class SafeJobState : std::uint8_t {
+  pending, running, suspended, failing_over, requeued, held, completed, cancelled, failed, timeout, node_fail,
+  preempted, boot_fail, deadline, out_of_memory, gone, other
+};
+std::string_view to_string(SafeJobState s);
+SafeJobState parse_safe_job_state(std::string_view s);  // other for a name it does not know
+SafeJobState safe_job_state(SlurmJobState s);
+
 struct JobRecord {
   std::uint32_t job_id = 0;
   long long submitted = 0;    // the key's second half (JobKey)
@@ -33,7 +47,7 @@ struct JobRecord {
   int max_retries = 0;
   int retries_used = 0;
   long long gpus = 0;
-  std::string state;  // pending, running, failing_over, completed, failed, cancelled, ... as SaFE sees it
+  SafeJobState state = SafeJobState::pending;
   std::string last_class, last_evidence;
   long long run_seconds = 0;   // summed over attempts that ended
   long long lost_seconds = 0;  // of that, work after the newest checkpoint of failed attempts
@@ -41,6 +55,7 @@ struct JobRecord {
   std::string user_exclude;   // the job's own ExcNodeList, kept when SaFE adds bad nodes
   long long updated = 0;
   JobKey key() const { return {job_id, submitted}; }
+  bool operator==(const JobRecord&) const = default;
 };
 
 struct AttemptRecord {

@@ -38,7 +38,7 @@ json_t* job_json(const JobRecord& j) {
   json_object_set_new(o, "user_id", json_integer(j.user_id));
   json_object_set_new(o, "name", json_utf8(j.name));
   json_object_set_new(o, "workspace", json_utf8(j.workspace));
-  json_object_set_new(o, "state", json_utf8(j.state));
+  json_object_set_new(o, "state", json_utf8(to_string(j.state)));
   json_object_set_new(o, "retries_used", json_integer(j.retries_used));
   json_object_set_new(o, "max_retries", json_integer(j.max_retries));
   json_object_set_new(o, "gpus", json_integer(j.gpus));
@@ -61,7 +61,7 @@ std::map<std::string, WorkspaceTime> workspace_times(const FailoverPlanner& plan
     if (!r.submit_time) continue;
     WorkspaceTime& w = out[r.workspace];
     double productive = static_cast<double>(r.run_seconds - r.lost_seconds);
-    if (r.state == "running" && t.attempt_start) productive += static_cast<double>(now - t.attempt_start);
+    if (r.state == SafeJobState::running && t.attempt_start) productive += static_cast<double>(now - t.attempt_start);
     long long end = r.end_time ? r.end_time : now;
     w.productive_s += productive;
     w.wall_s += static_cast<double>(std::max<long long>(0, end - r.submit_time));

@@ -196,7 +196,7 @@ TEST_F(PlannerTest, UserErrorIsRecordedNotRequeued) {
   EXPECT_EQ(0, slurm.count("requeue"));
   EXPECT_EQ("", last_update()) << "Slurm refuses changes to ended jobs: nothing sent";
   EXPECT_NE(std::string::npos, store.job(key(7))->last_evidence.find("exit code 1, no node fault seen (not retried"));
-  EXPECT_EQ("failed", store.job(key(7))->state);
+  EXPECT_EQ(SafeJobState::failed, store.job(key(7))->state);
   EXPECT_EQ("user_error", store.attempts(key(7)).back().failure_class);
 }
 
@@ -236,7 +236,7 @@ TEST_F(PlannerTest, InfraExitCodeRetriedUntilRetriesAreUsedUp) {
   run_for(20);
   EXPECT_EQ(1, slurm.count("requeue 7"));
   EXPECT_NE(std::string::npos, store.job(key(7))->last_evidence.find("retries exhausted (1/1)"));
-  EXPECT_EQ("failed", store.job(key(7))->state);
+  EXPECT_EQ(SafeJobState::failed, store.job(key(7))->state);
 }
 
 TEST_F(PlannerTest, NodeDeathRequeuedBySlurmStartsAtOnceAwayFromIt) {
@@ -325,7 +325,7 @@ TEST_F(PlannerTest, NodeDeathWithRetriesUsedUpHoldsWhatSlurmRequeued) {
   run_for(2);
   EXPECT_NE(std::string::npos, last_update().find("update 7 hold comment="));
   EXPECT_NE(std::string::npos, last_update().find("retries exhausted (2/2)"));
-  EXPECT_EQ("held", store.job(key(7))->state);
+  EXPECT_EQ(SafeJobState::held, store.job(key(7))->state);
   EXPECT_EQ(0, slurm.count("update 7 exc"));
 }
 
@@ -868,11 +868,12 @@ TEST(StateStore, KeepsFailoversFaultsAndQuarantines) {
   EXPECT_EQ(40, s.last_release("n2"));
   JobRecord j;
   j.job_id = 7;
-  j.state = "running";
+  j.state = SafeJobState::failing_over;
   j.user_exclude = "n9";
   j.lost_seconds = 12;
   s.put_job(j);
   EXPECT_EQ("n9", s.job(key(7))->user_exclude);
+  EXPECT_EQ(SafeJobState::failing_over, s.job(key(7))->state);
   EXPECT_EQ(12, s.job(key(7))->lost_seconds);
   EXPECT_EQ(1u, s.jobs(false).size());
   s.log_action({1, key(7), "", "requeue", "", true});

@@ -92,6 +92,22 @@ TEST_F(StoreFile, UpgradesAStoreKeyedByJobIdAloneToJobKeys) {
   EXPECT_EQ(1u, store.actions({}).size()) << "the node's action stays a node's";
 }
 
+// The store keeps a job's state by name: every state reads back as itself, an unknown name (a
+// newer safed's) as other.
+TEST(StateStore, EveryJobStateIsStoredByItsName) {
+  StateStore store(":memory:");
+  for (int i = 0; i <= static_cast<int>(SafeJobState::other); ++i) {
+    JobRecord j;
+    j.job_id = 7;
+    j.state = static_cast<SafeJobState>(i);
+    store.put_job(j);
+    EXPECT_EQ(j.state, store.job({7, 0})->state) << to_string(j.state);
+  }
+  EXPECT_EQ(SafeJobState::other, parse_safe_job_state("resting"));
+  EXPECT_EQ(SafeJobState::node_fail, safe_job_state(SlurmJobState::node_fail));
+  EXPECT_EQ(SafeJobState::completed, safe_job_state(SlurmJobState::complete));
+}
+
 TEST(StateStore, AReusedJobIdIsAnotherJob) {
   StateStore store(":memory:");
   JobRecord old_job;

@@ -1,0 +1,152 @@
+#include "controller/safed/failover_decisions.hpp"
+
+#include <algorithm>
+
+#include "common/failure_classification.hpp"
+#include "common/hostlist.hpp"
+#include "controller/safed/slurmd_liveness.hpp"
+
+namespace safe {
+
+bool ended(SlurmJobState s) {
+  return s != SlurmJobState::pending && s != SlurmJobState::running && s != SlurmJobState::suspended &&
+         s != SlurmJobState::other;
+}
+
+AttemptEvent attempt_event(const SlurmJob& job, int classified) {
+  if (job.state == SlurmJobState::running && !job.completing && classified < job.restart_count)
+    return AttemptEvent::running;
+  if (job.state == SlurmJobState::pending && job.restart_count > 0 && classified < job.restart_count - 1)
+    return AttemptEvent::previous_ended;
+  if (ended(job.state) && !job.completing && classified < job.restart_count) return AttemptEvent::ended;
+  return AttemptEvent::none;
+}
+
+// A node the job requires (-w/--nodelist) that failed is dropped from its required list: Slurm
+// would otherwise keep the job pending for ever (BadConstraints) on a node it cannot use. A
+// required node that is only recent (it refuses the job for ~120 s, see below) is never
+// excluded: the job waits for it instead.
+RestartPlacement place_restart(const RestartInputs& in, const std::vector<SlurmNode>& nodes) {
+  RestartPlacement p;
+  std::vector<std::string> exclude = expand_hostlist(in.user_exclude);
+  std::vector<std::string> required;
+  for (auto& n : expand_hostlist(in.required)) {
+    if (in.bad.count(n)) p.dropped_required.push_back(n);
+    else required.push_back(n);
+  }
+  if (!p.dropped_required.empty()) p.required = join_hostlist(required);
+  std::set<std::string> keep(required.begin(), required.end());
+  for (const auto& n : in.bad) exclude.push_back(n);
+  std::set<std::string> excluded(exclude.begin(), exclude.end());
+  // The nodes the job just left are healthy but refuse it for ~120 s (its old credential): keep
+  // it off them too when the rest of the cluster can hold it, else start it once that expires.
+  std::vector<std::string> recent;
+  for (auto& n : expand_hostlist(in.left))
+    if (!excluded.count(n)) recent.push_back(n);
+  long long usable_elsewhere = 0;
+  for (const SlurmNode& n : nodes) {
+    if (n.down || n.drain || excluded.count(n.name)) continue;
+    if (std::find(recent.begin(), recent.end(), n.name) != recent.end()) continue;
+    ++usable_elsewhere;
+  }
+  bool needs_recent = false;
+  for (const auto& n : recent) needs_recent = needs_recent || keep.count(n) > 0;
+  if (!needs_recent && usable_elsewhere >= std::max<long long>(1, in.num_nodes)) {
+    for (auto& n : recent) exclude.push_back(n);
+  } else if (!recent.empty()) {
+    p.wait_credential = true;
+  }
+  std::vector<std::string> final_exclude;
+  for (auto& n : exclude)
+    if (!keep.count(n)) final_exclude.push_back(n);
+  p.exclude = join_hostlist(final_exclude);
+  return p;
+}
+
+FailoverStep decide_waiting(const FailoverRecord& f, const SlurmJob& job, int checkpoint_signal, long long now) {
+  FailoverStep s;
+  if (now < f.not_before) {
+    s.deferral = Deferral::backoff;
+    return s;
+  }
+  s.kind = FailoverStep::Kind::begin;
+  // A job that is not running (or is winding down) has nothing to checkpoint.
+  if (job.state == SlurmJobState::running && !job.completing && checkpoint_signal > 0) s.signal = checkpoint_signal;
+  return s;
+}
+
+FailoverStep decide_signalled(const FailoverRecord& f, const SlurmJob& job, int grace_s, bool checkpointed,
+                              long long now) {
+  FailoverStep s;
+  bool left = job.state != SlurmJobState::running || job.completing;
+  if (!left && !checkpointed && now < f.signal_time + grace_s) return s;
+  s.kind = FailoverStep::Kind::stop_waiting;
+  s.why = checkpointed ? "new checkpoint complete" : left ? "job stopped" : "grace of " + std::to_string(grace_s) + " s over";
+  return s;
+}
+
+// Requeueing a job while one of its nodes does not answer leaves its old allocation completing
+// on that node; when Slurm later sets the node DOWN it deallocates the requeued job's GRES from
+// the wrong allocation (22.05: "gres/gpu: job N dealloc of node nK bad node_offset 0 count is
+// 0"), and the next attempt fails in its first srun with "Invalid generic resource (gres)
+// specification". So a failover first sets such a node DOWN itself (Slurm then ends the job with
+// NODE_FAIL and frees the node, as for a node the probes found dead), adds it (or one Slurm
+// already set DOWN) to the job's bad nodes as a node fault, and requeues only once the job holds
+// none of its nodes any more.
+FailoverStep decide_requeueing(const FailoverRecord& f, const SlurmJob& job, const std::vector<RunNode>& run_nodes) {
+  FailoverStep s;
+  if (job.restart_count > f.attempt) {
+    s.kind = FailoverStep::Kind::requeued_by_slurm;
+    return s;
+  }
+  s.kind = FailoverStep::Kind::requeue;
+  // Still on its nodes: running, or winding down. Once released, only the blame is recorded.
+  bool holding = job.state == SlurmJobState::running || job.completing;
+  for (const RunNode& n : run_nodes) {
+    if (!(n.down || n.unanswered)) continue;
+    s.hold = s.hold || holding;
+    SilentNode silent{n.name, n.reason, false};
+    if (!n.state_down) {
+      // Slurm's own "not responding" is one missed ping, common on a busy node: Slurm either
+      // clears it or sets the node DOWN itself after SlurmdTimeout, so the requeue just waits.
+      // Only safed's probes (several failures in a row) are enough to take a node out here.
+      if (!n.unanswered || !holding) continue;
+      silent.reason = std::string(kUnreachablePrefix) + " slurmd did not answer safed's probe when job " +
+                      std::to_string(job.id) + " failed over";
+      silent.set_down = true;
+    }
+    s.silent.push_back(std::move(silent));
+  }
+  if (s.hold) s.deferral = Deferral::silent_nodes;
+  return s;
+}
+
+FailoverStep decide_requeued(const FailoverRecord& f, const SlurmJob& job, const RestartPlacement& placement,
+                             long long now) {
+  FailoverStep s;
+  if (job.restart_count <= f.attempt) return s;  // the requeue is not yet visible
+  // While the old run winds down Slurm has not yet set its own requeue hold: a StartTime set now
+  // would be overwritten by it.
+  if (job.completing) return s;
+  if (ended(job.state)) {  // cancelled (or ended) while failing over: leave it
+    s.kind = FailoverStep::Kind::ended;
+    return s;
+  }
+  s.kind = FailoverStep::Kind::restart;
+  s.placement = placement;
+  s.start = std::max(now, f.not_before);
+  if (placement.wait_credential) s.start = std::max(s.start, (f.requeue_time ? f.requeue_time : now) + kCredentialExpiry_s);
+  return s;
+}
+
+bool blame_node(FailoverRecord& f, const std::string& node, const std::string& reason) {
+  std::vector<std::string> bad = expand_hostlist(f.bad_nodes);
+  if (std::find(bad.begin(), bad.end(), node) != bad.end()) return false;
+  bad.push_back(node);
+  f.bad_nodes = join_hostlist(bad);
+  f.failure_class = std::string(to_string(FailureClass::node_fault));
+  f.evidence = node + ": " + (reason.empty() ? "down" : reason) + "; before: " + f.evidence;
+  return true;
+}
+
+}  // namespace safe

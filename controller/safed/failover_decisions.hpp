@@ -1,0 +1,112 @@
+// The failover planner's decisions, as pure functions of what safed sees in this pass and what it
+// keeps about the job: which of a job's attempts has something to classify, and what a failover
+// does next, decided phase by phase and returned as a typed step. The planner's
+// executor (failover_executor.cpp) gathers each phase's inputs, performs the step's actions
+// against Slurm and moves the failover to its next phase only when they succeeded; a failover
+// taken up again after a restart of safed is decided afresh from its stored phase.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/slurm_model.hpp"
+#include "controller/safed/state_store.hpp"
+
+namespace safe {
+
+// slurmd refuses to start a requeued job again on a node it just left until the job's old
+// credential expires (about 120 s); past that a node is safe to reuse.
+inline constexpr long long kCredentialExpiry_s = 121;
+
+// Why a failover does nothing in a pass; each kind is logged once per stretch of waiting.
+enum class Deferral { none, backoff, rate_limit, silent_nodes };
+
+// A node of the job's allocation that does not answer, found before the requeue.
+struct SilentNode {
+  std::string name;
+  std::string reason;      // what the job's record says about it
+  bool set_down = false;   // safed sets it DOWN first (only safed's probes found it silent)
+};
+
+// Where the requeued job may run next.
+struct RestartPlacement {
+  std::string exclude;                      // ExcNodeList
+  std::optional<std::string> required;      // ReqNodeList, when a required node must be dropped
+  std::vector<std::string> dropped_required;
+  bool wait_credential = false;             // start only once the old credential expired
+  bool operator==(const RestartPlacement&) const = default;
+};
+
+struct RestartInputs {
+  std::string user_exclude;    // the job's own ExcNodeList (host list)
+  std::set<std::string> bad;   // bad nodes of this and every earlier failover of the job
+  std::string required;        // the job's ReqNodeList (host list)
+  std::string left;            // the nodes the failed run just left (host list)
+  std::uint32_t num_nodes = 1;
+};
+
+// Keeps the job off its bad nodes and those it excluded itself; drops a failed node it requires
+// (-w) from its required list; keeps it off the nodes it just left when the rest of `nodes` can
+// hold it, else waits out their credential.
+RestartPlacement place_restart(const RestartInputs& in, const std::vector<SlurmNode>& nodes);
+
+struct FailoverStep {
+  enum class Kind {
+    wait,               // nothing this pass: `deferral` says why (none: waiting on Slurm or the grace)
+    begin,              // backoff over: take a slot of the rate limit, then send `signal` (0: none)
+    stop_waiting,       // signalled: the grace ends (`why`); requeue next
+    requeued_by_slurm,  // Slurm already requeued this run (perhaps before a restart of safed)
+    requeue,            // take `silent` nodes off first; requeue unless `hold` (the job still holds one)
+    restart,            // set the job's exclusions, required nodes and `start` time: done
+    ended,              // the job ended during its failover: nothing more to do
+  };
+  Kind kind = Kind::wait;
+  Deferral deferral = Deferral::none;
+  int signal = 0;
+  std::string why;
+  std::vector<SilentNode> silent;
+  bool hold = false;
+  RestartPlacement placement;
+  long long start = 0;
+};
+
+// waiting: the backoff after earlier failovers, then the checkpoint signal to a running job.
+FailoverStep decide_waiting(const FailoverRecord& f, const SlurmJob& job, int checkpoint_signal, long long now);
+// signalled: until the job stopped, finished a checkpoint after the signal, or the grace is over.
+FailoverStep decide_signalled(const FailoverRecord& f, const SlurmJob& job, int grace_s, bool checkpointed,
+                              long long now);
+// One node of the failed run as this pass sees it.
+struct RunNode {
+  std::string name;
+  bool down = false;        // Slurm: DOWN, FAIL or not responding
+  bool state_down = false;  // Slurm: DOWN or FAIL (taken out of service)
+  bool unanswered = false;  // safed's probes: silent
+  std::string reason;
+};
+// requeueing: requeue, once the job holds none of `run_nodes` that do not answer.
+FailoverStep decide_requeueing(const FailoverRecord& f, const SlurmJob& job, const std::vector<RunNode>& run_nodes);
+// requeued: once Slurm shows the requeue and the old run is gone, restart it at `placement`.
+FailoverStep decide_requeued(const FailoverRecord& f, const SlurmJob& job, const RestartPlacement& placement,
+                             long long now);
+
+// Adds `node` to the failover's bad nodes as a node fault (false when it was there already).
+bool blame_node(FailoverRecord& f, const std::string& node, const std::string& reason);
+
+// Slurm's base state says the job ran to an end (not pending, running or suspended).
+bool ended(SlurmJobState s);
+
+// What a job's state shows about its attempts that safed has not classified yet.
+enum class AttemptEvent {
+  none,
+  running,        // its current run is unclassified: check its nodes and for a hang
+  previous_ended, // pending again after a requeue safed did not make: the prolog refused it, or Slurm requeued it
+  ended,          // it ended (completed, failed, cancelled, ...) and has wound down
+};
+// `classified` is the restart count of the job's last classified attempt (-1: none).
+AttemptEvent attempt_event(const SlurmJob& job, int classified);
+
+}  // namespace safe

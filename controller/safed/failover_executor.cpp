@@ -1,0 +1,206 @@
+// The executor of failovers: for an open failover it gathers what its phase decides on, asks the
+// pure decision (failover_decisions.hpp), performs the step against Slurm and moves the phase on only
+// when that succeeded. Each phase is in the store before Slurm acts on it, so a crash between
+// the two repeats a step at most: never a requeue (that is keyed by the job's restart count).
+#include <algorithm>
+#include <set>
+
+#include "common/hostlist.hpp"
+#include "common/signal_name.hpp"
+#include "controller/safed/failover_planner.hpp"
+#include "controller/safed/lost_work.hpp"
+
+namespace safe {
+
+void FailoverPlanner::defer(std::uint32_t job_id, Deferral why, const std::string& message) {
+  auto& last = last_deferral_[job_id];
+  if (last == why) return;
+  last = why;
+  if (why == Deferral::backoff) ++counters_.deferred_backoff;
+  if (why == Deferral::rate_limit) ++counters_.deferred_rate_limit;
+  log("safed: job " + std::to_string(job_id) + ": " + message);
+}
+
+void FailoverPlanner::settle_running_attempt(const FailoverRecord& f, TrackedJob& t, const JobMetadata& meta,
+                                             long long now) {
+  // An attempt failed over while it still ran (bad node, hang) ran on through the checkpoint
+  // signal and its grace: it is counted once, at the requeue, with the checkpoint it left (as
+  // last read: the requeue does not wait for a read).
+  for (AttemptRecord a : store_.attempts(f.key())) {
+    if (a.attempt != f.attempt || a.end_time != 0 || a.end_state.empty()) continue;
+    a.end_time = now;
+    store_.put_attempt(a);
+    count_attempt(t, a.start_time, now, true, known_checkpoint_ns(t, meta, 0) / 1000000000LL);
+    store_.put_job(t.record);
+  }
+}
+
+std::vector<RunNode> FailoverPlanner::run_nodes(const TrackedJob& t, const SlurmJob& job) const {
+  std::vector<RunNode> out;
+  for (const std::string& name : expand_hostlist(job.nodes.empty() ? t.attempt_nodes : job.nodes)) {
+    const SlurmNode* n = node(name);
+    if (!n) continue;
+    out.push_back({name, n->down, n->state_down, unanswered_.count(name) > 0, n->reason});
+  }
+  return out;
+}
+
+RestartPlacement FailoverPlanner::placement_for(const FailoverRecord& f, const TrackedJob& t, const SlurmJob& job) {
+  RestartInputs in;
+  in.user_exclude = t.record.user_exclude;
+  for (const auto& prev : store_.failovers(t.record.key()))
+    for (auto& n : expand_hostlist(prev.bad_nodes)) in.bad.insert(n);
+  for (auto& n : expand_hostlist(f.bad_nodes)) in.bad.insert(n);
+  in.required = job.req_nodes;
+  in.left = t.attempt_nodes.empty() ? job.nodes : t.attempt_nodes;
+  in.num_nodes = job.num_nodes;
+  return place_restart(in, nodes_);
+}
+
+void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta,
+                              long long now) {
+  std::string id = std::to_string(job.id);
+  // Each pass of the loop moves the failover one phase on; it stops at the first step that waits.
+  for (int phases = 0; phases < 6; ++phases) {
+    switch (f.phase) {
+      case FailoverPhase::waiting: {
+        FailoverStep s = decide_waiting(f, job, meta.settings.ckpt_signal.signo, now);
+        if (s.kind == FailoverStep::Kind::wait) {
+          defer(job.id, s.deferral,
+                "failover waits " + std::to_string(f.not_before - now) + " s (backoff after earlier failovers)");
+          return;
+        }
+        bool node_fault = f.failure_class == to_string(FailureClass::node_fault);
+        if (!limiter_.try_acquire(now, tenant_of(t), node_fault)) {
+          defer(job.id, Deferral::rate_limit,
+                "failover deferred: " +
+                    (node_fault ? "the cluster's limit of " + std::to_string(limiter_.limit()) + " node-fault failovers"
+                                : tenant_of(t) + "'s share (" + std::to_string(limiter_.tenant_share(now)) +
+                                      ") of the limit of " + std::to_string(limiter_.limit()) + " failovers") +
+                    " per minute is used (failover.rate_limit_per_minute)");
+          return;
+        }
+        last_deferral_.erase(job.id);
+        f.phase = FailoverPhase::requeueing;
+        if (s.signal > 0) {
+          checkpoint_store();
+          Status sent = slurm_.signal_job(job.id, s.signal);
+          log_action(now, t.record.key(), "", "checkpoint signal",
+                     "SIG" + signal_name(s.signal) + (sent ? "" : ": " + sent.error()), sent.ok());
+          f.signal_time = now;
+          t.signal_sent_ns = wall_ns_();
+          if (sent) f.phase = FailoverPhase::signalled;  // else no checkpoint is coming: requeue
+        }
+        store_.put_failover(f);
+        break;
+      }
+      case FailoverPhase::signalled: {
+        int grace = meta.settings.ckpt_signal.seconds.value_or(config_.checkpoint.grace_s);
+        // A checkpoint the job finished after the signal: newer than the signal to the
+        // nanosecond (whole seconds cannot tell it from a periodic one just before it). After a
+        // restart of safed only the signal's second is known: then only a later second counts.
+        long long fresh = now - std::max(2, 2 * config_.controller.poll_interval_ms / 1000);
+        long long after_ns = t.signal_sent_ns ? t.signal_sent_ns : (f.signal_time + 1) * 1000000000LL - 1;
+        bool checkpointed = !meta.settings.ckpt_dir.empty() && known_checkpoint_ns(t, meta, fresh) > after_ns;
+        FailoverStep s = decide_signalled(f, job, grace, checkpointed, now);
+        if (s.kind == FailoverStep::Kind::wait) return;
+        log("safed: job " + id + ": " + s.why + "; requeueing");
+        f.phase = FailoverPhase::requeueing;
+        store_.put_failover(f);
+        break;
+      }
+      case FailoverPhase::requeueing: {
+        FailoverStep s = decide_requeueing(f, job, run_nodes(t, job));
+        if (s.kind == FailoverStep::Kind::requeued_by_slurm) {
+          settle_running_attempt(f, t, meta, now);
+          if (!f.requeue_time) f.requeue_time = now;
+          f.phase = FailoverPhase::requeued;
+          store_.put_failover(f);
+          break;
+        }
+        for (const SilentNode& n : s.silent) {
+          if (n.set_down) {
+            checkpoint_store();
+            Status downed = slurm_.down_node(n.name, n.reason);
+            log_action(now, t.record.key(), n.name, "node down", n.reason + (downed ? "" : ": " + downed.error()),
+                       downed.ok());
+            if (!downed) continue;
+          }
+          // Slurm's DOWN or ours: the job is kept off the node like off any other faulty one.
+          if (!blame_node(f, n.name, n.reason)) continue;
+          t.record.last_class = f.failure_class;
+          t.record.last_evidence = f.evidence;
+        }
+        if (s.hold) {
+          store_.put_failover(f);
+          defer(job.id, Deferral::silent_nodes,
+                "requeue waits until Slurm has ended the job on its non-responding nodes and released them");
+          return;
+        }
+        settle_running_attempt(f, t, meta, now);
+        store_.put_failover(f);
+        checkpoint_store();  // "requeueing" is on disk before Slurm acts
+        Status requeued = slurm_.requeue(job.id);
+        log_action(now, t.record.key(), "", "requeue", requeued.error(), requeued.ok());
+        if (!requeued) return;  // tried again next pass
+        f.requeue_time = now;
+        f.phase = FailoverPhase::requeued;
+        store_.put_failover(f);
+        checkpoint_store();
+        return;  // the job's new state shows in the next pass
+      }
+      case FailoverPhase::requeued: {
+        bool visible = job.restart_count > f.attempt && !job.completing;
+        FailoverStep s = decide_requeued(f, job, visible ? placement_for(f, t, job) : RestartPlacement{}, now);
+        if (s.kind == FailoverStep::Kind::wait) return;
+        if (s.kind == FailoverStep::Kind::ended) {
+          f.phase = FailoverPhase::refused;
+          store_.put_failover(f);
+          t.record.state = safe_job_state(job.state);
+          log("safed: job " + id + " ended (" + std::string(to_string(t.record.state)) +
+              ") during its failover; nothing more to do");
+          return;
+        }
+        restart(f, t, job, meta, s, now);
+        return;
+      }
+      case FailoverPhase::done:
+      case FailoverPhase::refused:
+        return;
+    }
+  }
+}
+
+void FailoverPlanner::restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta,
+                              const FailoverStep& s, long long now) {
+  const RestartPlacement& place = s.placement;
+  std::string dropped = join_hostlist(place.dropped_required);
+  JobMetadata m = meta;
+  m.retries_used = t.record.retries_used + (f.uses_retry ? 1 : 0);
+  m.last_failure = f.failure_class + " " + f.evidence +
+                   (dropped.empty() ? "" : "; " + dropped + " dropped from the required nodes");
+  JobChange change;
+  change.id = job.id;
+  change.exc_nodes = place.exclude;
+  change.req_nodes = place.required;
+  change.start_time = s.start;
+  change.admin_comment = merge_admin_comment(job.admin_comment, format_job_metadata(m));
+  checkpoint_store();
+  Status updated = slurm_.update_job(change);
+  log_action(now, t.record.key(), "", "restart",
+             "ExcNodeList=" + place.exclude +
+                 (place.required ? " ReqNodeList=" + *place.required + " (" + dropped + " failed)" : "") +
+                 " StartTime=" + (s.start <= now ? "now" : "+" + std::to_string(s.start - now) + "s") +
+                 " retries=" + std::to_string(m.retries_used) + "/" + std::to_string(meta.settings.retries) +
+                 (updated ? "" : ": " + updated.error()),
+             updated.ok());
+  if (!updated) return;  // tried again next pass
+  f.phase = FailoverPhase::done;
+  store_.put_failover(f);
+  t.expected_start = s.start;
+  t.record.retries_used = m.retries_used;
+  t.record.state = SafeJobState::requeued;
+  ++counters_.failovers_by_class[f.failure_class];
+}
+
+}  // namespace safe
