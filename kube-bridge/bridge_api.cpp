@@ -77,11 +77,6 @@ long long meta_submitted(const SlurmJob& job) {
   return meta ? meta->submitted : 0;
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
 }  // namespace
 
 ApiResponse error_response(int status, const std::string& message) {
@@ -100,7 +95,7 @@ json_t* workload_json(const SlurmJob& job, const BridgeRecord& record, const std
   json_set(w, "user", json_str(user));
   auto meta = parse_job_metadata(job.admin_comment);
   json_set(w, "workspace", meta && !meta->settings.workspace.empty() ? json_str(meta->settings.workspace) : json_null());
-  json_set(w, "phase", json_str(workload_phase(job)));
+  json_set(w, "phase", json_str(to_string(workload_phase(job))));
   json_set(w, "slurmState", json_str(shown_state(job)));
   json_set(w, "reason", json_str(job.reason));
   json_set(w, "attempt", json_integer(job.restart_count + 1));
@@ -146,7 +141,7 @@ json_t* slurm_events(const SlurmJob& job) {
   if (has_ended(job)) {
     std::string msg = std::string(shown_state(job)) + ", exit code " + std::to_string(shell_exit_status(job.exit_code));
     if (!job.reason.empty()) msg += " (" + job.reason + ")";
-    json_array_append_new(events, event(workload_phase(job).c_str(), job.end_time, attempt, msg));
+    json_array_append_new(events, event(std::string(to_string(workload_phase(job))).c_str(), job.end_time, attempt, msg));
   }
   return events;
 }
@@ -158,7 +153,7 @@ json_t* kube_workload_json(const KubeWorkload& w) {
   json_set(j, "target", json_string("kubernetes"));
   json_set(j, "user", json_str(w.user));
   json_set(j, "workspace", w.settings.workspace.empty() ? json_null() : json_str(w.settings.workspace));
-  json_set(j, "phase", json_str(w.phase));
+  json_set(j, "phase", json_str(to_string(w.phase)));
   json_set(j, "attempt", json_integer(w.attempt));
   json_set(j, "maxRetries", json_integer(w.settings.retries));
   json_set(j, "health", json_str(to_string(w.settings.health)));
@@ -257,7 +252,7 @@ ApiResponse BridgeApi::create_workload(const ApiRequest& req, const Principal& w
     // No slurmctld decides here: the policy the job_submit plugin applies on Slurm applies here.
     if (!decision.accepted) return error_response(403, decision.message);
     if (auto problem = kube_->create(spec, decision.settings, who.user.name, who.user.uid, who.user.gid))
-      return error_response(problem->first, problem->second);
+      return error_response(problem->status, problem->message);
     metrics_.count_created(true);
     Json body = json_take(json_object());
     json_set(body.get(), "id", json_str("kube-" + spec.name));
@@ -296,12 +291,16 @@ ApiResponse BridgeApi::create_workload(const ApiRequest& req, const Principal& w
 }
 
 ApiResponse BridgeApi::list_workloads(const ApiRequest& req, const Principal& who) {
-  std::string workspace, state, target;
+  std::string workspace, target;
+  std::optional<WorkloadPhase> state;
   long long limit = 100, offset = 0;
   std::vector<FieldError> errors;
   for (const auto& [k, v] : req.query) {
     if (k == "workspace") workspace = v;
-    else if (k == "state") state = lower(v);
+    else if (k == "state") {
+      state = parse_workload_phase(v);
+      if (!state) errors.push_back({"query.state", "expects Pending, Running, Stopped, Succeeded or Failed"});
+    }
     else if (k == "target") {
       target = v;
       if (v != "slurm" && v != "kubernetes") errors.push_back({"query.target", "expects slurm or kubernetes"});
@@ -328,10 +327,10 @@ ApiResponse BridgeApi::list_workloads(const ApiRequest& req, const Principal& wh
   if (kube_ && target != "slurm") {
     for (const auto& w : kube_->list()) {
       if (!(who.admin || w.uid == who.user.uid)) continue;
-      if (!state.empty() && lower(w.phase) != state) continue;
+      if (state && w.phase != *state) continue;
       if (!workspace.empty() && w.settings.workspace != workspace) continue;
       Json view = json_take(kube_workload_json(w));
-      kube_items.push_back({0, w.uid, lower(w.phase), w.settings.workspace, json_text(view.get())});
+      kube_items.push_back({0, w.uid, w.phase, w.settings.workspace, json_text(view.get())});
     }
   }
   {
@@ -339,7 +338,7 @@ ApiResponse BridgeApi::list_workloads(const ApiRequest& req, const Principal& wh
     for (const auto& w : index->workloads) {
       if (!(who.admin || w.uid == who.user.uid) || deleted_.count(w.job_id)) continue;
       if (target == "kubernetes") continue;
-      if (!state.empty() && w.phase != state) continue;
+      if (state && w.phase != *state) continue;
       if (!workspace.empty() && w.workspace != workspace) continue;
       selected.push_back(&w);
     }
@@ -377,7 +376,7 @@ std::shared_ptr<const BridgeApi::WorkloadIndex> BridgeApi::workload_index(const 
     auto user = users_.by_uid(job.user_id);
     auto meta = parse_job_metadata(job.admin_comment);
     Json view = json_take(workload_json(job, *record, user ? user->name : std::to_string(job.user_id)));
-    index->workloads.push_back({job.id, job.user_id, lower(workload_phase(job)), meta ? meta->settings.workspace : "",
+    index->workloads.push_back({job.id, job.user_id, workload_phase(job), meta ? meta->settings.workspace : "",
                                 json_text(view.get())});
   }
   std::lock_guard lock(index_mutex_);
@@ -434,7 +433,7 @@ ApiResponse BridgeApi::workload_action(const ApiRequest& req, const Principal& w
     }
     Json body = json_take(json_object());
     json_set(body.get(), "id", json_str(id));
-    json_set(body.get(), "phase", json_string(has_ended(*job) ? workload_phase(*job).c_str() : "Stopping"));
+    json_set(body.get(), "phase", json_str(has_ended(*job) ? to_string(workload_phase(*job)) : "Stopping"));
     if (action == "delete") json_set(body.get(), "deleted", json_true());
     return json_response(action == "delete" ? 200 : 202, body.get());
   }
@@ -576,8 +575,8 @@ ApiResponse BridgeApi::kube_workload_action(const ApiRequest& req, const Princip
     return json_response(200, body.get());
   }
   if (action == "stop" || action == "delete") {
-    std::string error;
-    if (!kube_->stop(name, action == "delete", error)) return error_response(502, "safe: " + error);
+    if (Status stopped = kube_->stop(name, action == "delete"); !stopped)
+      return error_response(502, "safe: " + stopped.error());
     Json body = json_take(json_object());
     json_set(body.get(), "id", json_str("kube-" + name));
     json_set(body.get(), "phase", json_string(action == "delete" ? "Deleted" : "Stopped"));
@@ -589,9 +588,8 @@ ApiResponse BridgeApi::kube_workload_action(const ApiRequest& req, const Princip
     if (!n) return field_errors(422, "invalid query", {{"query." + k.substr(0, 80), "expected attempt=1..1000"}});
     attempt = static_cast<int>(*n);
   }
-  std::string error;
-  auto text = kube_->logs(name, attempt, error);
-  if (!text) return error_response(404, "safe: no logs: " + error);
+  auto text = kube_->logs(name, attempt);
+  if (!text) return error_response(404, "safe: no logs: " + text.error());
   ApiResponse r{200, std::move(*text), "text/plain; charset=utf-8", {}, ""};
   return r;
 }

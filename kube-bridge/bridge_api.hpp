@@ -67,7 +67,7 @@ class BridgeApi {
   struct IndexedWorkload {
     std::uint32_t job_id;
     uid_t uid;
-    std::string phase;  // lower case, for the state filter
+    WorkloadPhase phase;  // for the state filter
     std::string workspace;
     std::string json;
   };

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/result.hpp"
+
 namespace safe::bridge {
 
 // Percent-encodes one piece of an API URL (a name in a path, a query value).
@@ -52,15 +54,10 @@ struct KubeConnection {
   bool insecure = false;    // insecure-skip-tls-verify
 };
 
-struct KubeConnectionResult {
-  std::optional<KubeConnection> connection;
-  std::string error;
-};
-
 // The current context of a kubeconfig file (server, token or token-file, client certificate,
 // CA; inline *-data fields are written to files under `scratch_dir`).
-KubeConnectionResult load_kubeconfig(const std::string& path, const std::string& scratch_dir);
+Result<KubeConnection> load_kubeconfig(const std::string& path, const std::string& scratch_dir);
 // The pod's service account (KUBERNETES_SERVICE_HOST/PORT, /var/run/secrets/kubernetes.io/...).
-KubeConnectionResult in_cluster_connection();
+Result<KubeConnection> in_cluster_connection();
 
 }  // namespace safe::bridge

@@ -59,54 +59,54 @@ bool materialise(const Node* n, const std::string& file_key, const std::string& 
 
 }  // namespace
 
-KubeConnectionResult load_kubeconfig(const std::string& path, const std::string& scratch_dir) {
+Result<KubeConnection> load_kubeconfig(const std::string& path, const std::string& scratch_dir) {
   auto text = read_file(path);
-  if (!text) return {std::nullopt, "cannot read kubeconfig " + path + "; fix kube_bridge.kubernetes.kubeconfig"};
+  if (!text) return Error{"cannot read kubeconfig " + path + "; fix kube_bridge.kubernetes.kubeconfig"};
   auto parsed = safe::yaml::parse(*text);
   if (!parsed.root) {
     std::string why = parsed.errors.empty() ? "" : parsed.errors[0].message;
-    return {std::nullopt, "kubeconfig " + path + " is not valid YAML: " + why};
+    return Error{"kubeconfig " + path + " is not valid YAML: " + why};
   }
   const Node* root = &*parsed.root;
   std::string context = scalar(root, "current-context");
   const Node* ctx = named(root, "contexts", "context", context);
-  if (!ctx) return {std::nullopt, "kubeconfig " + path + ": no context '" + context + "' (current-context)"};
+  if (!ctx) return Error{"kubeconfig " + path + ": no context '" + context + "' (current-context)"};
   const Node* cluster = named(root, "clusters", "cluster", scalar(ctx, "cluster"));
   const Node* user = named(root, "users", "user", scalar(ctx, "user"));
-  if (!cluster) return {std::nullopt, "kubeconfig " + path + ": context '" + context + "' names no known cluster"};
+  if (!cluster) return Error{"kubeconfig " + path + ": context '" + context + "' names no known cluster"};
   KubeConnection c;
   c.server = scalar(cluster, "server");
-  if (c.server.empty()) return {std::nullopt, "kubeconfig " + path + ": the cluster has no server"};
+  if (c.server.empty()) return Error{"kubeconfig " + path + ": the cluster has no server"};
   c.insecure = scalar(cluster, "insecure-skip-tls-verify") == "true";
   std::string error;
   if (!materialise(cluster, "certificate-authority", "certificate-authority-data", scratch_dir, c.ca_file, error) ||
       !materialise(user, "client-certificate", "client-certificate-data", scratch_dir, c.client_cert, error) ||
       !materialise(user, "client-key", "client-key-data", scratch_dir, c.client_key, error))
-    return {std::nullopt, "kubeconfig " + path + ": " + error};
+    return Error{"kubeconfig " + path + ": " + error};
   c.token = scalar(user, "token");
   if (c.token.empty() && !scalar(user, "tokenFile").empty()) {
     auto t = read_file(scalar(user, "tokenFile"));
-    if (!t) return {std::nullopt, "kubeconfig " + path + ": cannot read tokenFile"};
+    if (!t) return Error{"kubeconfig " + path + ": cannot read tokenFile"};
     c.token = *t;
   }
   while (!c.token.empty() && (c.token.back() == '\n' || c.token.back() == '\r')) c.token.pop_back();
-  return {c, ""};
+  return c;
 }
 
-KubeConnectionResult in_cluster_connection() {
+Result<KubeConnection> in_cluster_connection() {
   const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
   const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
   if (!host || !port)
-    return {std::nullopt, "not running in a Kubernetes pod (no KUBERNETES_SERVICE_HOST); set kube_bridge.kubernetes.kubeconfig"};
+    return Error{"not running in a Kubernetes pod (no KUBERNETES_SERVICE_HOST); set kube_bridge.kubernetes.kubeconfig"};
   const std::string dir = "/var/run/secrets/kubernetes.io/serviceaccount";
   auto token = read_file(dir + "/token");
-  if (!token) return {std::nullopt, "cannot read the service account token in " + dir};
+  if (!token) return Error{"cannot read the service account token in " + dir};
   KubeConnection c;
   std::string h = host;
   c.server = "https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + port;
   c.token = *token;
   c.ca_file = dir + "/ca.crt";
-  return {c, ""};
+  return c;
 }
 
 }  // namespace safe::bridge

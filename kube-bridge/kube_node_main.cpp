@@ -33,14 +33,14 @@ int main(int argc, char** argv) {
   if (kubeconfig.empty() && std::getenv("KUBECONFIG")) kubeconfig = std::getenv("KUBECONFIG");
   auto connection = kubeconfig.empty() ? safe::bridge::in_cluster_connection()
                                        : safe::bridge::load_kubeconfig(kubeconfig, "/tmp/safe-kube-node-" + std::to_string(getuid()));
-  if (!connection.connection) {
-    std::fprintf(stderr, "safe-kube-node: %s\n", connection.error.c_str());
+  if (!connection) {
+    std::fprintf(stderr, "safe-kube-node: %s\n", connection.error().c_str());
     return 1;
   }
-  safe::bridge::CurlKubeClient client(*connection.connection);
-  std::string error;
-  if (!safe::bridge::mark_node_unhealthy(client, node, reason, action == "clear", error)) {
-    std::fprintf(stderr, "safe-kube-node: %s; check the node name and the RBAC (nodes: get, patch)\n", error.c_str());
+  safe::bridge::CurlKubeClient client(*connection);
+  if (safe::Status marked = safe::bridge::mark_node_unhealthy(client, node, reason, action == "clear"); !marked) {
+    std::fprintf(stderr, "safe-kube-node: %s; check the node name and the RBAC (nodes: get, patch)\n",
+                 marked.error().c_str());
     return 1;
   }
   std::printf("safe-kube-node: %s %s\n", action == "clear" ? "cleared the unhealthy mark on" : "marked unhealthy:", node.c_str());

@@ -24,11 +24,10 @@ std::string why(const KubeResponse& r) {
 
 }  // namespace
 
-bool mark_node_unhealthy(KubeClient& client, const std::string& node, const std::string& reason, bool clear,
-                         std::string& error) {
+Status mark_node_unhealthy(KubeClient& client, const std::string& node, const std::string& reason, bool clear) {
   std::string path = "/api/v1/nodes/" + url_escape(node);
   KubeResponse got = client.request("GET", path);
-  if (got.status != 200) return error = "cannot read node " + node + ": " + why(got), false;
+  if (got.status != 200) return Error{"cannot read node " + node + ": " + why(got)};
   Json n = json_take(json_loadb(got.body.data(), got.body.size(), 0, nullptr));
   // A merge patch replaces the taints list whole: keep the others, add or drop SaFE's.
   json_t* taints = json_array();
@@ -56,8 +55,8 @@ bool mark_node_unhealthy(KubeClient& client, const std::string& node, const std:
   json_set(spec, "taints", taints);
   json_set(patch.get(), "spec", spec);
   KubeResponse r = client.request("PATCH", path, json_text(patch.get()), "application/merge-patch+json");
-  if (r.status != 200) return error = "cannot mark node " + node + ": " + why(r), false;
-  return true;
+  if (r.status != 200) return Error{"cannot mark node " + node + ": " + why(r)};
+  return ok_status();
 }
 
 }  // namespace safe::bridge

@@ -5,12 +5,12 @@
 
 #include <string>
 
+#include "common/result.hpp"
 #include "kube-bridge/kube_client.hpp"
 
 namespace safe::bridge {
 
 // Sets the mark (or, with `clear`, removes it, keeping every other taint and label).
-bool mark_node_unhealthy(KubeClient& client, const std::string& node, const std::string& reason, bool clear,
-                         std::string& error);
+Status mark_node_unhealthy(KubeClient& client, const std::string& node, const std::string& reason, bool clear);
 
 }  // namespace safe::bridge

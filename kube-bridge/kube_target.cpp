@@ -9,6 +9,7 @@
 #include "common/json_value.hpp"
 #include "kube-bridge/kube_manifests.hpp"
 #include "kube-bridge/kube_node_mark.hpp"
+#include "kube-bridge/kube_observations.hpp"
 
 namespace safe::bridge {
 namespace {
@@ -16,17 +17,9 @@ namespace {
 // Kubernetes allows 256 KiB of annotations per object; the record stays well below.
 constexpr std::size_t kMaxRecordBytes = 192 * 1024;
 
-Json parse(const std::string& body) { return json_take(json_loadb(body.data(), body.size(), 0, nullptr)); }
-
-std::string jstr(const json_t* j, std::initializer_list<const char*> path) {
-  for (const char* k : path) j = json_object_get(j, k);
-  return json_is_string(j) ? json_string_value(j) : "";
-}
-
 std::string status_message(const KubeResponse& r) {
   if (r.status == 0) return r.error;
-  Json j = parse(r.body);
-  std::string m = jstr(j.get(), {"message"});
+  std::string m = kube_status_message(r.body);
   return "HTTP " + std::to_string(r.status) + (m.empty() ? "" : ": " + m);
 }
 
@@ -38,31 +31,13 @@ std::string attempt_selector(const std::string& workload, int attempt) {
 
 bool active(const PodObservation& p) { return p.phase != "Succeeded" && p.phase != "Failed"; }
 
-struct NodeState {
-  bool not_ready = false;
-  std::optional<std::string> mark;
-};
-
-NodeState observe_node(KubeClient& client, const std::string& node) {
-  KubeResponse r = client.request("GET", "/api/v1/nodes/" + url_escape(node));
-  NodeState s;
-  s.not_ready = r.status == 404;  // a node that is gone took its pods with it
-  Json n = parse(r.body);
-  json_t* conds = json_object_get(json_object_get(n.get(), "status"), "conditions");
-  for (std::size_t c = 0; c < json_array_size(conds); ++c)
-    if (jstr(json_array_get(conds, c), {"type"}) == "Ready") s.not_ready = jstr(json_array_get(conds, c), {"status"}) != "True";
-  json_t* labels = json_object_get(json_object_get(n.get(), "metadata"), "labels");
-  if (json_t* v = json_object_get(labels, std::string(kUnhealthyKey).c_str())) s.mark = json_is_string(v) ? json_string_value(v) : "";
-  json_t* taints = json_object_get(json_object_get(n.get(), "spec"), "taints");
-  for (std::size_t t = 0; t < json_array_size(taints); ++t)
-    if (jstr(json_array_get(taints, t), {"key"}) == kUnhealthyKey && !s.mark) s.mark = jstr(json_array_get(taints, t), {"value"});
-  return s;
-}
+int holder_of(const KubeWorkload& w) { return w.draining_attempt ? w.draining_attempt : w.attempt; }
 
 }  // namespace
 
-KubeTarget::KubeTarget(const SafeConfig& config, KubeClient& client)
-    : kube_(config.kube_bridge.kubernetes), failover_(config.failover), checkpoint_(config.checkpoint), client_(client) {}
+KubeTarget::KubeTarget(const SafeConfig& config, KubeClient& client, Clock clock)
+    : kube_(config.kube_bridge.kubernetes), failover_(config.failover), checkpoint_(config.checkpoint), client_(client),
+      clock_(std::move(clock)) {}
 
 KubeTarget::~KubeTarget() {
   for (auto& t : threads_) t.request_stop();
@@ -84,7 +59,7 @@ int KubeTarget::lead_time(const KubeWorkload& w) const {
   return w.settings.ckpt_signal.seconds.value_or(checkpoint_.grace_s);
 }
 
-bool KubeTarget::submit_attempt(KubeWorkload& w, std::string& error) {
+Status KubeTarget::submit_attempt(const KubeWorkload& w) {
   KubeWorkloadContext ctx;
   ctx.kube = kube_;
   ctx.settings = w.settings;
@@ -96,18 +71,17 @@ bool KubeTarget::submit_attempt(KubeWorkload& w, std::string& error) {
   ctx.checkpoint = checkpoint_;
   ctx.record = kube_workload_record(w);
   if (ctx.record.size() > kMaxRecordBytes)
-    return error = "the workload's record (spec, script, env, events) is " + std::to_string(ctx.record.size()) +
-                   " bytes, more than Kubernetes keeps in annotations (" + std::to_string(kMaxRecordBytes) +
-                   "); put the script into the image",
-           false;
+    return Error{"the workload's record (spec, script, env, events) is " + std::to_string(ctx.record.size()) +
+                 " bytes, more than Kubernetes keeps in annotations (" + std::to_string(kMaxRecordBytes) +
+                 "); put the script into the image"};
   const std::string ns = url_escape(kube_.namespace_);
   KubeResponse svc = client_.request("POST", "/api/v1/namespaces/" + ns + "/services",
                                      json_text(kube_service_manifest(w.spec, ctx).get()));
-  if (svc.status != 201 && svc.status != 409) return error = "creating the Service: " + status_message(svc), false;
+  if (svc.status != 201 && svc.status != 409) return Error{"creating the Service: " + status_message(svc)};
   KubeResponse job = client_.request("POST", "/apis/batch/v1/namespaces/" + ns + "/jobs",
                                      json_text(kube_job_manifest(w.spec, ctx).get()));
-  if (job.status != 201) return error = "creating the Job: " + status_message(job), false;
-  return true;
+  if (job.status != 201) return Error{"creating the Job: " + status_message(job)};
+  return ok_status();
 }
 
 void KubeTarget::delete_attempt(const std::string& name, int attempt) {
@@ -120,8 +94,7 @@ void KubeTarget::delete_attempt(const std::string& name, int attempt) {
   client_.request("DELETE", "/api/v1/namespaces/" + ns + "/services/" + object);
 }
 
-bool KubeTarget::save(const KubeWorkload& w, bool suspend, std::string& error) {
-  int holder = w.draining_attempt ? w.draining_attempt : w.attempt;
+Status KubeTarget::save(const KubeWorkload& w, bool suspend) {
   Json patch = json_take(json_object());
   json_t* annotations = json_object();
   json_set(annotations, std::string(kRecordAnnotation).c_str(), json_str(kube_workload_record(w)));
@@ -134,34 +107,45 @@ bool KubeTarget::save(const KubeWorkload& w, bool suspend, std::string& error) {
     json_set(spec, "suspend", json_true());
     json_set(patch.get(), "spec", spec);
   }
-  KubeResponse r = client_.request("PATCH",
-                                   "/apis/batch/v1/namespaces/" + url_escape(kube_.namespace_) + "/jobs/" +
-                                       url_escape(kube_object_name(w.spec.name, holder)),
+  const std::string job = kube_object_name(w.spec.name, holder_of(w));
+  KubeResponse r = client_.request("PATCH", "/apis/batch/v1/namespaces/" + url_escape(kube_.namespace_) + "/jobs/" +
+                                                url_escape(job),
                                    json_text(patch.get()), "application/merge-patch+json");
-  if (r.status == 200) return true;
-  error = "updating Job " + kube_object_name(w.spec.name, holder) + ": " + status_message(r);
+  if (r.status == 200) return ok_status();
+  std::string error = "updating Job " + job + ": " + status_message(r);
   std::fprintf(stderr, "safe-kube-bridge: workload %s: %s\n", w.spec.name.c_str(), error.c_str());
-  return false;
+  return Error{error};
 }
 
 bool KubeTarget::job_suspended(const KubeWorkload& w) {
-  int holder = w.draining_attempt ? w.draining_attempt : w.attempt;
   KubeResponse r = client_.request("GET", "/apis/batch/v1/namespaces/" + url_escape(kube_.namespace_) + "/jobs/" +
-                                              url_escape(kube_object_name(w.spec.name, holder)));
-  return r.status == 200 && json_is_true(json_object_get(json_object_get(parse(r.body).get(), "spec"), "suspend"));
+                                              url_escape(kube_object_name(w.spec.name, holder_of(w))));
+  return r.status == 200 && job_is_suspended(r.body);
 }
 
-std::optional<std::pair<int, std::string>> KubeTarget::create(const WorkloadSpec& spec, const JobSettings& settings,
-                                                              const std::string& user, uid_t uid, gid_t gid) {
-  if (!recovered_) return std::pair(503, "safe: the bridge is still reading its Kubernetes workloads; retry in a few seconds");
+std::optional<KubeWorkload> KubeTarget::copy_of(const std::string& name) {
+  std::lock_guard lock(state_mutex_);
+  auto it = workloads_.find(name);
+  if (it == workloads_.end()) return std::nullopt;
+  return it->second;
+}
+
+void KubeTarget::publish(const KubeWorkload& w) {
+  std::lock_guard lock(state_mutex_);
+  workloads_[w.spec.name] = w;
+}
+
+std::optional<KubeTarget::Refusal> KubeTarget::create(const WorkloadSpec& spec, const JobSettings& settings,
+                                                      const std::string& user, uid_t uid, gid_t gid) {
+  if (!recovered_) return Refusal{503, "safe: the bridge is still reading its Kubernetes workloads; retry in a few seconds"};
   // Pods run as their user's uid and gid, never as root (runAsNonRoot): a workload is no more
   // privileged on Kubernetes than its user is on Slurm.
   if (uid == 0)
-    return std::pair(403, "safe: workloads on Kubernetes never run as root; submit as the user the workload "
-                          "should run as");
-  std::lock_guard lock(mutex_);
-  if (workloads_.count(spec.name))
-    return std::pair(409, "a Kubernetes workload named '" + spec.name + "' exists; choose another name or delete it first");
+    return Refusal{403, "safe: workloads on Kubernetes never run as root; submit as the user the workload should "
+                        "run as"};
+  std::lock_guard act(act_mutex_);
+  if (copy_of(spec.name))
+    return Refusal{409, "a Kubernetes workload named '" + spec.name + "' exists; choose another name or delete it first"};
   KubeWorkload w;
   w.spec = spec;
   w.settings = settings;
@@ -169,258 +153,189 @@ std::optional<std::pair<int, std::string>> KubeTarget::create(const WorkloadSpec
   w.uid = uid;
   w.gid = gid;
   w.avoid_nodes = spec.excluded_nodes;
-  w.submit_time = std::time(nullptr);
+  w.submit_time = clock_();
   w.events.push_back({"Submitted", w.submit_time, 1, "Job " + kube_object_name(spec.name, 1) + " created"});
-  std::string error;
-  if (!submit_attempt(w, error))
-    return std::pair(502, "safe: the Kubernetes API refused the workload (" + error + "); check the bridge's RBAC and namespace");
-  workloads_[spec.name] = std::move(w);
+  if (Status created = submit_attempt(w); !created)
+    return Refusal{502, "safe: the Kubernetes API refused the workload (" + created.error() +
+                            "); check the bridge's RBAC and namespace"};
+  publish(w);
   return std::nullopt;
 }
 
-std::optional<KubeWorkload> KubeTarget::get(const std::string& name) {
-  std::lock_guard lock(mutex_);
-  auto it = workloads_.find(name);
-  if (it == workloads_.end()) return std::nullopt;
-  return it->second;
-}
+std::optional<KubeWorkload> KubeTarget::get(const std::string& name) { return copy_of(name); }
 
 std::vector<KubeWorkload> KubeTarget::list() {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(state_mutex_);
   std::vector<KubeWorkload> out;
   for (const auto& [n, w] : workloads_) out.push_back(w);
   return out;
 }
 
-bool KubeTarget::stop(const std::string& name, bool remove, std::string& error) {
-  std::lock_guard lock(mutex_);
-  auto it = workloads_.find(name);
-  if (it == workloads_.end()) return error = "no such workload", false;
-  KubeWorkload& w = it->second;
+Status KubeTarget::stop(const std::string& name, bool remove) {
+  std::lock_guard act(act_mutex_);
+  std::optional<KubeWorkload> w = copy_of(name);
+  if (!w) return Error{"no such workload"};
   if (remove) {
-    if (w.draining_attempt) delete_attempt(name, w.draining_attempt);
-    delete_attempt(name, w.attempt);
-    workloads_.erase(it);
-    return true;
+    if (w->draining_attempt) delete_attempt(name, w->draining_attempt);
+    delete_attempt(name, w->attempt);
+    std::lock_guard lock(state_mutex_);
+    workloads_.erase(name);
+    return ok_status();
   }
-  if (w.phase == "Pending" || w.phase == "Running") {
-    // Stopped once the API server has it: its pods get SIGTERM (the checkpoint signal, then the
-    // lead time). Until then the workload runs on, and the caller is told why.
-    KubeWorkload stopped = w;
-    stopped.phase = "Stopped";
-    stopped.events.push_back({"Stopped", std::time(nullptr), w.attempt, "stopped through the API"});
-    // A PATCH whose answer was lost may still have been applied (record and suspension go in one
-    // request): the Job then says so, and the workload is Stopped after all.
-    if (!save(stopped, true, error) && !job_suspended(stopped))
-      return error = "cannot suspend the workload's Job: " + error, false;
-    w = std::move(stopped);
-  }
-  return true;
+  if (!is_active(w->phase)) return ok_status();
+  // Stopped once the API server has it: its pods get SIGTERM (the checkpoint signal, then the
+  // lead time). Until then the workload runs on, and the caller is told why.
+  w->phase = WorkloadPhase::stopped;
+  w->events.push_back({"Stopped", clock_(), w->attempt, "stopped through the API"});
+  // A PATCH whose answer was lost may still have been applied (record and suspension go in one
+  // request): the Job then says so, and the workload is Stopped after all.
+  if (Status saved = save(*w, true); !saved && !job_suspended(*w))
+    return Error{"cannot suspend the workload's Job: " + saved.error()};
+  publish(*w);
+  return ok_status();
 }
 
-std::optional<std::string> KubeTarget::logs(const std::string& name, int attempt, std::string& error) {
-  int n = 0;
-  {
-    std::lock_guard lock(mutex_);
-    auto it = workloads_.find(name);
-    if (it == workloads_.end()) return error = "no such workload", std::nullopt;
-    n = attempt > 0 ? attempt : it->second.attempt;
-    if (n > it->second.attempt) return error = "attempt " + std::to_string(n) + " has not run", std::nullopt;
-  }
+Result<std::string> KubeTarget::logs(const std::string& name, int attempt) {
+  std::optional<KubeWorkload> w = copy_of(name);
+  if (!w) return Error{"no such workload"};
+  int n = attempt > 0 ? attempt : w->attempt;
+  if (n > w->attempt) return Error{"attempt " + std::to_string(n) + " has not run"};
   const std::string ns = url_escape(kube_.namespace_);
   KubeResponse pods = client_.request("GET", "/api/v1/namespaces/" + ns + "/pods?labelSelector=" + attempt_selector(name, n));
-  if (pods.status != 200) return error = "listing pods: " + status_message(pods), std::nullopt;
-  Json list = parse(pods.body);
-  json_t* items = json_object_get(list.get(), "items");
-  std::string pod;
-  for (std::size_t i = 0; i < json_array_size(items); ++i) {
-    json_t* p = json_array_get(items, i);
-    std::string index = jstr(p, {"metadata", "annotations", "batch.kubernetes.io/job-completion-index"});
-    if (pod.empty() || index == "0") pod = jstr(p, {"metadata", "name"});
-  }
-  if (pod.empty()) return error = "the attempt has no pods (any more)", std::nullopt;
+  if (pods.status != 200) return Error{"listing pods: " + status_message(pods)};
+  std::string pod = log_pod(pods.body);
+  if (pod.empty()) return Error{"the attempt has no pods (any more)"};
   KubeResponse log = client_.request("GET", "/api/v1/namespaces/" + ns + "/pods/" + url_escape(pod) + "/log");
-  if (log.status != 200) return error = "reading the log of pod " + pod + ": " + status_message(log), std::nullopt;
+  if (log.status != 200) return Error{"reading the log of pod " + pod + ": " + status_message(log)};
   return log.body;
 }
 
 Result<std::vector<KubeTarget::NodeView>> KubeTarget::nodes() {
-  std::vector<NodeView> out;
   KubeResponse r = client_.request("GET", "/api/v1/nodes");
   if (r.status != 200) return Error{status_message(r)};
-  Json list = parse(r.body);
-  json_t* items = json_object_get(list.get(), "items");
-  for (std::size_t i = 0; i < json_array_size(items); ++i) {
-    json_t* n = json_array_get(items, i);
-    NodeView v;
-    v.name = jstr(n, {"metadata", "name"});
-    json_t* conds = json_object_get(json_object_get(n, "status"), "conditions");
-    for (std::size_t c = 0; c < json_array_size(conds); ++c)
-      if (jstr(json_array_get(conds, c), {"type"}) == "Ready") v.ready = jstr(json_array_get(conds, c), {"status"}) == "True";
-    v.marked_unhealthy = json_object_get(json_object_get(json_object_get(n, "metadata"), "labels"), std::string(kUnhealthyKey).c_str());
-    out.push_back(v);
-  }
+  auto nodes = parse_kube_node_list(r.body);
+  if (!nodes) return Error{nodes.error()};
+  std::vector<NodeView> out;
+  for (const KubeNodeState& n : *nodes) out.push_back({n.name, n.ready.value_or(false), n.mark.has_value()});
   return out;
 }
 
-bool KubeTarget::recover(std::string& error) {
+Status KubeTarget::recover() {
   KubeResponse r = client_.request("GET", "/apis/batch/v1/namespaces/" + url_escape(kube_.namespace_) +
                                               "/jobs?labelSelector=" + url_escape(label("workload")));
-  if (r.status != 200) return error = "listing SaFE's Jobs: " + status_message(r), false;
-  Json list = parse(r.body);
-  json_t* items = json_object_get(list.get(), "items");
-  // Per workload: every attempt that has a Job, and the record of the newest.
-  std::map<std::string, std::vector<int>> attempts;
-  std::map<std::string, KubeWorkload> found;
-  for (std::size_t i = 0; i < json_array_size(items); ++i) {
-    json_t* job = json_array_get(items, i);
-    std::string name = jstr(job, {"metadata", "labels", label("workload").c_str()});
-    int attempt = std::atoi(jstr(job, {"metadata", "labels", label("attempt").c_str()}).c_str());
-    if (name.empty() || attempt < 1) continue;
-    attempts[name].push_back(attempt);
-    std::string why;
-    auto w = parse_kube_workload_record(jstr(job, {"metadata", "annotations", std::string(kRecordAnnotation).c_str()}), why);
-    if (!w) {
-      std::fprintf(stderr, "safe-kube-bridge: Job %s: no usable SaFE record (%s); left alone\n",
-                   jstr(job, {"metadata", "name"}).c_str(), why.c_str());
-      continue;
-    }
-    int holder = w->draining_attempt ? w->draining_attempt : w->attempt;
-    auto it = found.find(name);
-    int held = it == found.end() ? 0 : (it->second.draining_attempt ? it->second.draining_attempt : it->second.attempt);
-    if (holder == attempt && holder > held) found[name] = std::move(*w);
-  }
-  std::lock_guard lock(mutex_);
-  for (auto& [name, w] : found) {
-    int holder = w.draining_attempt ? w.draining_attempt : w.attempt;
-    for (int a : attempts[name])
-      if (a < holder) delete_attempt(name, a);  // left over from a failover the bridge did not finish
+  if (r.status != 200) return Error{"listing SaFE's Jobs: " + status_message(r)};
+  auto found = parse_recovered_workloads(r.body);
+  if (!found) return Error{"listing SaFE's Jobs: " + found.error()};
+  for (const std::string& why : found->unusable)
+    std::fprintf(stderr, "safe-kube-bridge: %s: no usable SaFE record; left alone\n", why.c_str());
+  std::lock_guard act(act_mutex_);
+  for (auto& [name, w] : found->workloads) {
+    for (int a : found->attempts[name])
+      if (a < holder_of(w)) delete_attempt(name, a);  // left over from a failover the bridge did not finish
+    std::lock_guard lock(state_mutex_);
     workloads_.emplace(name, std::move(w));
   }
-  std::fprintf(stderr, "safe-kube-bridge: %zu Kubernetes workload(s) recovered from their Jobs\n", found.size());
+  std::fprintf(stderr, "safe-kube-bridge: %zu Kubernetes workload(s) recovered from their Jobs\n",
+               found->workloads.size());
   recovered_ = true;
-  return true;
+  return ok_status();
 }
 
-std::vector<PodObservation> KubeTarget::observe_pods(const std::string& name, int attempt, std::string& nodes, bool& listed) {
-  std::vector<PodObservation> observed;
-  KubeResponse pods = client_.request("GET", "/api/v1/namespaces/" + url_escape(kube_.namespace_) +
+Result<std::vector<PodObservation>> KubeTarget::observe_pods(const std::string& name, int attempt) {
+  KubeResponse list = client_.request("GET", "/api/v1/namespaces/" + url_escape(kube_.namespace_) +
                                                  "/pods?labelSelector=" + attempt_selector(name, attempt));
-  listed = pods.status == 200;
-  if (!listed) return observed;
-  Json list = parse(pods.body);
-  json_t* items = json_object_get(list.get(), "items");
-  std::map<std::string, NodeState> node_state;
-  for (std::size_t i = 0; i < json_array_size(items); ++i) {
-    json_t* p = json_array_get(items, i);
-    PodObservation o;
-    o.name = jstr(p, {"metadata", "name"});
-    o.node = jstr(p, {"spec", "nodeName"});
-    o.phase = jstr(p, {"status", "phase"});
-    json_t* statuses = json_object_get(json_object_get(p, "status"), "containerStatuses");
-    json_t* terminated = json_object_get(json_object_get(json_array_get(statuses, 0), "state"), "terminated");
-    if (json_is_integer(json_object_get(terminated, "exitCode")))
-      o.exit_code = static_cast<int>(json_integer_value(json_object_get(terminated, "exitCode")));
-    o.termination_reason = jstr(terminated, {"reason"});
-    o.finished_at = jstr(terminated, {"finishedAt"});
-    json_t* conds = json_object_get(json_object_get(p, "status"), "conditions");
-    for (std::size_t c = 0; c < json_array_size(conds); ++c)
-      if (jstr(json_array_get(conds, c), {"type"}) == "DisruptionTarget" && jstr(json_array_get(conds, c), {"status"}) == "True")
-        o.disruption = jstr(json_array_get(conds, c), {"reason"});
-    if (!o.node.empty()) {
-      if (!node_state.count(o.node)) node_state[o.node] = observe_node(client_, o.node);
-      o.node_not_ready = node_state[o.node].not_ready;
-      o.node_mark = node_state[o.node].mark;
-      nodes += (nodes.empty() ? "" : ",") + o.node;
-    }
-    observed.push_back(std::move(o));
+  if (list.status != 200) return Error{"listing pods: " + status_message(list)};
+  auto pods = parse_pod_list(list.body);
+  if (!pods) return pods;
+  std::map<std::string, KubeNodeState> nodes;
+  for (const PodObservation& p : *pods) {
+    if (p.node.empty() || nodes.count(p.node)) continue;
+    KubeResponse r = client_.request("GET", "/api/v1/nodes/" + url_escape(p.node));
+    if (r.status == 404) continue;  // gone: add_node_states takes it as not ready
+    nodes[p.node] = r.status == 200 ? parse_kube_node(r.body) : KubeNodeState{p.node, std::nullopt, std::nullopt};
   }
-  return observed;
+  add_node_states(*pods, nodes);
+  return pods;
 }
 
 void KubeTarget::fail_over(KubeWorkload& w, const KubeDecision& d, std::time_t now) {
-  std::string error;
   if (d.classification.failure_class == FailureClass::node_fault) {
     for (const auto& node : d.classification.bad_nodes) {
-      if (!mark_node_unhealthy(client_, node, "node_fault", false, error)) w.events.push_back({"Warning", now, w.attempt, error});
+      if (Status marked = mark_node_unhealthy(client_, node, "node_fault", false); !marked)
+        w.events.push_back({"Warning", now, w.attempt, marked.error()});
       if (std::find(w.avoid_nodes.begin(), w.avoid_nodes.end(), node) == w.avoid_nodes.end()) w.avoid_nodes.push_back(node);
     }
   }
   w.draining_attempt = w.attempt;
   w.drain_deadline = now + lead_time(w);
   w.attempt += 1;
-  w.phase = "Pending";
+  w.phase = WorkloadPhase::pending;
   w.events.push_back({"Failover", now, w.attempt,
                       d.message + "; attempt " + std::to_string(w.attempt) + " starts once the pods of attempt " +
                           std::to_string(w.draining_attempt) + " have stopped (checkpoint signal, at most " +
                           std::to_string(lead_time(w)) + " s)"});
-  save(w, true, error);
+  // Not saved: the API server refused the suspension or the record. The failover goes on from
+  // memory (the next attempt is created once the old pods stopped or the lead time is over); a
+  // bridge restarted before that takes the workload up from the record it last saved.
+  (void)save(w, true);
   finish_failover(w, now);
 }
 
 void KubeTarget::finish_failover(KubeWorkload& w, std::time_t now) {
-  std::string nodes;
-  bool listed = false;
-  std::vector<PodObservation> old = observe_pods(w.spec.name, w.draining_attempt, nodes, listed);
-  if (!listed || (std::any_of(old.begin(), old.end(), active) && now < w.drain_deadline)) return;
+  auto old = observe_pods(w.spec.name, w.draining_attempt);
+  if (!old || (std::any_of(old->begin(), old->end(), active) && now < w.drain_deadline)) return;
   int previous = w.draining_attempt;
   w.draining_attempt = 0;
   w.drain_deadline = 0;
-  std::string error;
-  if (!submit_attempt(w, error)) {
+  if (Status submitted = submit_attempt(w); !submitted) {
     w.draining_attempt = previous;  // the record stays on the old Job
-    w.phase = "Failed";
-    w.events.push_back({"Failed", now, w.attempt, "recreating the Job failed: " + error});
-    save(w, false, error);
+    w.phase = WorkloadPhase::failed;
+    w.events.push_back({"Failed", now, w.attempt, "recreating the Job failed: " + submitted.error()});
+    (void)save(w, false);  // logged by save; the workload is Failed in memory either way
     return;
   }
   delete_attempt(w.spec.name, previous);
 }
 
 void KubeTarget::reconcile(const std::string& name) {
-  std::lock_guard lock(mutex_);
-  auto it = workloads_.find(name);
-  if (it == workloads_.end()) return;
-  KubeWorkload& w = it->second;
-  if (w.phase != "Pending" && w.phase != "Running") return;
-  std::time_t now = std::time(nullptr);
+  std::lock_guard act(act_mutex_);
+  std::optional<KubeWorkload> w = copy_of(name);
+  if (!w || !is_active(w->phase)) return;
+  reconcile_locked(*w);
+  publish(*w);
+}
+
+void KubeTarget::reconcile_locked(KubeWorkload& w) {
+  std::time_t now = clock_();
   if (w.draining_attempt) return finish_failover(w, now);
-  std::string nodes;
-  bool listed = false;
-  std::vector<PodObservation> observed = observe_pods(name, w.attempt, nodes, listed);
-  if (!listed) return;
+  auto observed = observe_pods(w.spec.name, w.attempt);
+  if (!observed) return;
   KubeResponse job = client_.request("GET", "/apis/batch/v1/namespaces/" + url_escape(kube_.namespace_) + "/jobs/" +
-                                                url_escape(kube_object_name(name, w.attempt)));
+                                                url_escape(kube_object_name(w.spec.name, w.attempt)));
   if (job.status != 200 && job.status != 404) return;
-  JobObservation job_seen;
-  job_seen.gone = job.status == 404;
-  Json job_object = parse(job.body);
-  json_t* conds = json_object_get(json_object_get(job_object.get(), "status"), "conditions");
-  for (std::size_t c = 0; c < json_array_size(conds); ++c) {
-    json_t* cond = json_array_get(conds, c);
-    if (jstr(cond, {"type"}) == "Failed" && jstr(cond, {"status"}) == "True" && jstr(cond, {"reason"}) == "DeadlineExceeded")
-      job_seen.deadline_exceeded = true;
-  }
+  std::string nodes;
+  for (const PodObservation& o : *observed)
+    if (!o.node.empty()) nodes += (nodes.empty() ? "" : ",") + o.node;
   w.nodes = nodes;
-  KubeDecision d = decide_kube_attempt(observed, job_seen, w.spec.nodes, w.attempt, w.settings.retries, failover_);
-  std::string error;
+  KubeDecision d = decide_kube_attempt(*observed, parse_job_observation(job.status, job.body), w.spec.nodes, w.attempt,
+                                       w.settings.retries, failover_);
   switch (d.action) {
     case KubeAction::wait: {
-      bool running = std::any_of(observed.begin(), observed.end(), [](const auto& o) { return o.phase == "Running"; });
-      if (running && w.phase != "Running") {
-        w.phase = "Running";
+      bool running = std::any_of(observed->begin(), observed->end(), [](const auto& o) { return o.phase == "Running"; });
+      if (running && w.phase != WorkloadPhase::running) {
+        w.phase = WorkloadPhase::running;
         w.events.push_back({"Running", now, w.attempt, "pods running on " + nodes});
-        save(w, false, error);
+        (void)save(w, false);  // a record one event behind: the next save carries it
       }
       break;
     }
     case KubeAction::succeeded:
-      w.phase = "Succeeded";
+      w.phase = WorkloadPhase::succeeded;
       w.events.push_back({"Succeeded", now, w.attempt, d.message});
-      save(w, false, error);
+      (void)save(w, false);  // the Job succeeded either way; a restarted bridge sees that again
       break;
     case KubeAction::fail:
-      give_up(w, d, std::any_of(observed.begin(), observed.end(), active), now);
+      give_up(w, d, std::any_of(observed->begin(), observed->end(), active), now);
       break;
     case KubeAction::failover:
       fail_over(w, d, now);
@@ -429,14 +344,17 @@ void KubeTarget::reconcile(const std::string& name) {
 }
 
 void KubeTarget::give_up(KubeWorkload& w, const KubeDecision& d, bool stop_pods, std::time_t now) {
-  std::string error;
   // A faulty node is marked even when the workload is not retried; pods still running are
   // stopped (checkpoint signal first).
-  if (d.classification.failure_class == FailureClass::node_fault)
-    for (const auto& node : d.classification.bad_nodes) mark_node_unhealthy(client_, node, "node_fault", false, error);
-  w.phase = "Failed";
+  if (d.classification.failure_class == FailureClass::node_fault) {
+    for (const auto& node : d.classification.bad_nodes) {
+      if (Status marked = mark_node_unhealthy(client_, node, "node_fault", false); !marked)
+        w.events.push_back({"Warning", now, w.attempt, marked.error()});
+    }
+  }
+  w.phase = WorkloadPhase::failed;
   w.events.push_back({"Failed", now, w.attempt, d.message});
-  save(w, stop_pods, error);
+  (void)save(w, stop_pods);  // logged by save; the workload is Failed in memory either way
 }
 
 void KubeTarget::poll_hangs() {
@@ -446,14 +364,15 @@ void KubeTarget::poll_hangs() {
     long long since;  // seconds back to the previous look, with a second of overlap
   };
   std::vector<Due> due;
-  std::time_t now = std::time(nullptr);
+  std::time_t now = clock_();
   {
-    std::lock_guard lock(mutex_);
+    std::lock_guard act(act_mutex_);
+    std::lock_guard lock(state_mutex_);
     for (auto it = hang_watch_.begin(); it != hang_watch_.end();)
       it = workloads_.count(it->first) ? std::next(it) : hang_watch_.erase(it);
     for (const auto& [name, w] : workloads_) {
       int every = hang_poll_seconds(w.settings.hang_timeout);
-      if (!every || w.phase != "Running" || w.draining_attempt) continue;
+      if (!every || w.phase != WorkloadPhase::running || w.draining_attempt) continue;
       HangWatch& h = hang_watch_[name];
       if (h.attempt != w.attempt) h = HangWatch{w.attempt, 0, 0, {}};
       if (now < h.next_poll) continue;
@@ -463,29 +382,24 @@ void KubeTarget::poll_hangs() {
   }
   const std::string ns = url_escape(kube_.namespace_);
   for (const Due& d : due) {
-    // Outside the lock: requests to the API server must not hold up the bridge's REST answers.
+    // Outside the locks: reading logs must hold up neither the REST answers nor the watches.
     KubeResponse pods = client_.request("GET", "/api/v1/namespaces/" + ns + "/pods?labelSelector=" + attempt_selector(d.name, d.attempt));
     if (pods.status != 200) continue;
-    Json list = parse(pods.body);
-    json_t* items = json_object_get(list.get(), "items");
     std::map<std::string, bool> grew;  // running pod -> wrote since the previous look
     bool complete = true;
-    for (std::size_t i = 0; i < json_array_size(items); ++i) {
-      json_t* p = json_array_get(items, i);
-      if (jstr(p, {"status", "phase"}) != "Running" || json_object_get(json_object_get(p, "metadata"), "deletionTimestamp")) continue;
-      std::string pod = jstr(p, {"metadata", "name"});
+    for (const std::string& pod : running_pods(pods.body)) {
       // One byte written within `since` seconds (by the kubelet's clock) is all that is asked.
       KubeResponse log = client_.request("GET", "/api/v1/namespaces/" + ns + "/pods/" + url_escape(pod) +
                                                     "/log?sinceSeconds=" + std::to_string(d.since) + "&limitBytes=1");
       if (log.status != 200) complete = false;  // unknown is not silence: no verdict this time
       grew[pod] = log.status == 200 && !log.body.empty();
     }
-    std::lock_guard lock(mutex_);
-    auto it = workloads_.find(d.name);
-    if (it == workloads_.end()) continue;
-    KubeWorkload& w = it->second;
+    std::lock_guard act(act_mutex_);
+    std::optional<KubeWorkload> w = copy_of(d.name);
+    if (!w) continue;
     HangWatch& h = hang_watch_[d.name];
-    if (w.attempt != d.attempt || h.attempt != d.attempt || w.phase != "Running" || w.draining_attempt) continue;
+    if (w->attempt != d.attempt || h.attempt != d.attempt || w->phase != WorkloadPhase::running || w->draining_attempt)
+      continue;
     h.last_poll = now;
     std::map<std::string, std::time_t> seen;
     std::vector<PodProgress> progress;
@@ -495,21 +409,22 @@ void KubeTarget::poll_hangs() {
       progress.push_back({pod, seen[pod]});
     }
     h.last_output = std::move(seen);
-    std::optional<JobFailure> hung = kube_hang_failure(progress, now, w.settings.hang_timeout);
+    std::optional<JobFailure> hung = kube_hang_failure(progress, now, w->settings.hang_timeout);
     if (!complete || !hung) continue;
     hang_watch_.erase(d.name);
-    KubeDecision decision = decide_kube_failure(*hung, w.attempt, w.settings.retries, failover_);
-    if (decision.action == KubeAction::failover) fail_over(w, decision, now);
-    else give_up(w, decision, true, now);
+    KubeDecision decision = decide_kube_failure(*hung, w->attempt, w->settings.retries, failover_);
+    if (decision.action == KubeAction::failover) fail_over(*w, decision, now);
+    else give_up(*w, decision, true, now);
+    publish(*w);
   }
 }
 
 void KubeTarget::reconcile_all() {
   std::vector<std::string> names;
   {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(state_mutex_);
     for (const auto& [n, w] : workloads_)
-      if (w.phase == "Pending" || w.phase == "Running") names.push_back(n);
+      if (is_active(w.phase)) names.push_back(n);
   }
   for (const auto& n : names) reconcile(n);
 }
@@ -527,28 +442,21 @@ void KubeTarget::watch_loop(const std::stop_token& stop, const std::string& coll
         pause(stop, std::chrono::seconds(1));
         continue;
       }
-      rv = jstr(parse(r.body).get(), {"metadata", "resourceVersion"});
+      rv = list_resource_version(r.body);
       reconcile_all();
     }
     KubeResponse r = client_.watch(collection + "?watch=1&allowWatchBookmarks=true&timeoutSeconds=60&resourceVersion=" +
                                        url_escape(rv) + selector,
                                    [&](std::string_view line) {
-                                     Json ev = json_take(json_loadb(line.data(), line.size(), 0, nullptr));
-                                     std::string type = jstr(ev.get(), {"type"});
-                                     json_t* obj = json_object_get(ev.get(), "object");
-                                     if (type == "ERROR") {
-                                       if (json_integer_value(json_object_get(obj, "code")) == 410) rv.clear();
+                                     KubeWatchEvent ev = parse_watch_event(line);
+                                     if (ev.type == "ERROR") {
+                                       if (ev.expired) rv.clear();
                                        return false;
                                      }
-                                     std::string v = jstr(obj, {"metadata", "resourceVersion"});
-                                     if (!v.empty()) rv = v;
-                                     if (type == "BOOKMARK") return !stop.stop_requested();
-                                     if (pods) {
-                                       std::string w = jstr(obj, {"metadata", "labels", label("workload").c_str()});
-                                       if (!w.empty()) reconcile(w);
-                                     } else {
-                                       reconcile_all();
-                                     }
+                                     if (!ev.resource_version.empty()) rv = ev.resource_version;
+                                     if (ev.type == "BOOKMARK") return !stop.stop_requested();
+                                     if (!pods) reconcile_all();
+                                     else if (!ev.workload.empty()) reconcile(ev.workload);
                                      return !stop.stop_requested();
                                    },
                                    stop);
@@ -566,10 +474,10 @@ void KubeTarget::start() {
   const std::string ns = url_escape(kube_.namespace_);
   threads_.reserve(3);
   threads_.emplace_back([this](std::stop_token stop) {
-    std::string error, last;
-    while (!recover(error)) {
-      if (error != last) std::fprintf(stderr, "safe-kube-bridge: %s; retrying\n", error.c_str());
-      last = error;
+    std::string last;
+    for (Status recovered = recover(); !recovered; recovered = recover()) {
+      if (recovered.error() != last) std::fprintf(stderr, "safe-kube-bridge: %s; retrying\n", recovered.error().c_str());
+      last = recovered.error();
       if (!pause(stop, std::chrono::seconds(1))) return;
     }
     {
@@ -581,9 +489,10 @@ void KubeTarget::start() {
     while (pause(stop, std::chrono::seconds(1))) {
       std::vector<std::string> waiting;
       {
-        std::lock_guard lock(mutex_);
+        std::lock_guard lock(state_mutex_);
+        std::time_t now = clock_();
         for (const auto& [n, w] : workloads_)
-          if (w.draining_attempt && w.phase == "Pending" && std::time(nullptr) >= w.drain_deadline) waiting.push_back(n);
+          if (w.draining_attempt && w.phase == WorkloadPhase::pending && now >= w.drain_deadline) waiting.push_back(n);
       }
       for (const auto& n : waiting) reconcile(n);
       poll_hangs();

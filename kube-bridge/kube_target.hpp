@@ -6,6 +6,13 @@
 // signal's lead time is over, creates the next attempt without the node. The workloads' state
 // lives on the API server, in a record annotation on each workload's current Job
 // (kube_workload_record), so a restarted bridge rebuilds it (recover) and carries on.
+//
+// Observe, decide, act: what the API server says is parsed by pure functions
+// (kube_observations), the failover decision is kube_attempt's, and this class makes the
+// requests. Two locks: `state_mutex_` guards the workloads and is never held across a request to
+// the API server, so the REST API's reads never wait on a slow API server; `act_mutex_` lets one
+// actor at a time (a reconcile, a hang verdict, a stop, a create, the recovery) change
+// workloads, from its read of a workload to its write of the result.
 #pragma once
 
 #include <sys/types.h>
@@ -14,6 +21,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <ctime>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -35,18 +43,25 @@ namespace safe::bridge {
 
 class KubeTarget {
  public:
-  // Uses the config's kube_bridge.kubernetes, failover and checkpoint sections.
-  KubeTarget(const SafeConfig& config, KubeClient& client);
+  // Uses the config's kube_bridge.kubernetes, failover and checkpoint sections. `clock` gives
+  // the time in seconds (the wall clock unless a test passes its own).
+  using Clock = std::function<std::time_t()>;
+  KubeTarget(const SafeConfig& config, KubeClient& client, Clock clock = [] { return std::time(nullptr); });
   ~KubeTarget();
 
-  // nullopt on success, else {HTTP status, message}.
-  std::optional<std::pair<int, std::string>> create(const WorkloadSpec& spec, const JobSettings& settings,
-                                                    const std::string& user, uid_t uid, gid_t gid);
+  // Refused with the HTTP status to answer and a message.
+  struct Refusal {
+    int status = 0;
+    std::string message;
+  };
+  std::optional<Refusal> create(const WorkloadSpec& spec, const JobSettings& settings, const std::string& user,
+                                uid_t uid, gid_t gid);
   std::optional<KubeWorkload> get(const std::string& name);
   std::vector<KubeWorkload> list();
-  bool stop(const std::string& name, bool remove, std::string& error);
+  // Stops the workload's pods (checkpoint signal first), or with `remove` deletes its Jobs too.
+  Status stop(const std::string& name, bool remove);
   // The output of the pod with completion index 0 of `attempt` (0: the current one).
-  std::optional<std::string> logs(const std::string& name, int attempt, std::string& error);
+  Result<std::string> logs(const std::string& name, int attempt);
   // Kubernetes nodes as the API shows them: name, Ready, SaFE's mark.
   struct NodeView {
     std::string name;
@@ -56,9 +71,9 @@ class KubeTarget {
   Result<std::vector<NodeView>> nodes();
 
   // Rebuilds the workloads from the records on SaFE's Jobs in the namespace (after a restart);
-  // Jobs of attempts a record has moved past are deleted. Returns false, with `error`, when the
-  // Jobs cannot be listed. Until it has succeeded, create() answers 503.
-  bool recover(std::string& error);
+  // Jobs of attempts a record has moved past are deleted. Fails when the Jobs cannot be listed.
+  // Until it has succeeded, create() answers 503.
+  Status recover();
   bool recovered() const { return recovered_; }
   // Starts the threads: recovery (retried until it works), then the watches (pods, nodes), which
   // resume after disconnects, and a one-second tick for failovers waiting on their lead time and
@@ -74,13 +89,18 @@ class KubeTarget {
   bool pause(const std::stop_token& stop, std::chrono::milliseconds d);
   // Waits until recovery has succeeded; false when a stop came first.
   bool wait_recovered(const std::stop_token& stop);
-  std::vector<PodObservation> observe_pods(const std::string& name, int attempt, std::string& nodes, bool& listed);
-  bool submit_attempt(KubeWorkload& w, std::string& error);
+  // The pods of the attempt with what their nodes say; fails when the pods cannot be listed.
+  Result<std::vector<PodObservation>> observe_pods(const std::string& name, int attempt);
+  Status submit_attempt(const KubeWorkload& w);
   void delete_attempt(const std::string& name, int attempt);
   // Merge-patches the record onto the Job that holds it; `suspend` also stops the Job's pods.
-  bool save(const KubeWorkload& w, bool suspend, std::string& error);
+  Status save(const KubeWorkload& w, bool suspend);
+  // The workload as it is now, for an actor holding act_mutex_ to change and publish.
+  std::optional<KubeWorkload> copy_of(const std::string& name);
+  void publish(const KubeWorkload& w);
   // Whether the Job that holds the workload's record is suspended (read from the API server).
   bool job_suspended(const KubeWorkload& w);
+  void reconcile_locked(KubeWorkload& w);
   void fail_over(KubeWorkload& w, const KubeDecision& d, std::time_t now);
   void finish_failover(KubeWorkload& w, std::time_t now);
   // Classified, not retried: the workload Fails; `stop_pods` suspends its Job (checkpoint signal).
@@ -94,7 +114,9 @@ class KubeTarget {
   FailoverConfig failover_;
   CheckpointConfig checkpoint_;
   KubeClient& client_;
-  std::mutex mutex_;
+  Clock clock_;
+  std::mutex act_mutex_;    // held by the one actor changing workloads (see the top of this file)
+  std::mutex state_mutex_;  // guards workloads_; never held across a request to the API server
   std::map<std::string, KubeWorkload> workloads_;
   // Per workload with a hangTimeout: what the log polls have seen of its current attempt. Kept in
   // memory only: after a restart every pod starts with a fresh hangTimeout.
@@ -104,7 +126,7 @@ class KubeTarget {
     std::time_t next_poll = 0;
     std::map<std::string, std::time_t> last_output;  // pod -> when its log last grew
   };
-  std::map<std::string, HangWatch> hang_watch_;
+  std::map<std::string, HangWatch> hang_watch_;  // guarded by act_mutex_
   std::atomic<bool> recovered_{false};
   std::mutex wake_mutex_;               // with wake_: pauses that a stop or the recovery ends
   std::condition_variable_any wake_;

@@ -40,7 +40,7 @@ std::string kube_workload_record(const KubeWorkload& w) {
   json_set(o, "gid", json_integer(w.gid));
   json_set(o, "attempt", json_integer(w.attempt));
   json_set(o, "avoidNodes", strings(w.avoid_nodes));
-  json_set(o, "phase", json_str(w.phase));
+  json_set(o, "phase", json_str(to_string(w.phase)));
   json_set(o, "nodes", json_str(w.nodes));
   json_set(o, "submitTime", json_integer(w.submit_time));
   if (w.draining_attempt) {
@@ -92,7 +92,9 @@ std::optional<KubeWorkload> parse_kube_workload_record(std::string_view text, st
     const json_t* n = json_array_get(json_object_get(o, "avoidNodes"), i);
     if (json_is_string(n)) w.avoid_nodes.emplace_back(json_string_value(n));
   }
-  w.phase = json_string_or(o, "phase", "Pending");
+  auto phase = parse_workload_phase(json_string_or(o, "phase", "Pending"));
+  if (!phase) return error = "phase: " + json_string_or(o, "phase"), std::nullopt;
+  w.phase = *phase;
   w.nodes = json_string_or(o, "nodes");
   w.submit_time = static_cast<std::time_t>(integer_or(o, "submitTime", 0));
   w.draining_attempt = static_cast<int>(integer_or(o, "drainingAttempt", 0));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/admission.hpp"
+#include "kube-bridge/workload_phase.hpp"
 #include "kube-bridge/workload_spec.hpp"
 
 namespace safe::bridge {
@@ -34,7 +35,7 @@ struct KubeWorkload {
   gid_t gid = 0;  // with uid: who the pods run as
   int attempt = 1;
   std::vector<std::string> avoid_nodes;
-  std::string phase = "Pending";
+  WorkloadPhase phase = WorkloadPhase::pending;
   std::string nodes;  // where the current attempt's pods run
   std::time_t submit_time = 0;
   std::vector<KubeEvent> events;

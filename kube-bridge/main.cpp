@@ -110,15 +110,15 @@ int main(int argc, char** argv) {
   if (!kc.kubeconfig.empty() || std::getenv("KUBERNETES_SERVICE_HOST")) {
     auto connection = kc.kubeconfig.empty() ? safe::bridge::in_cluster_connection()
                                             : safe::bridge::load_kubeconfig(kc.kubeconfig, "/run/safe-kube-bridge");
-    if (!connection.connection) {
-      std::fprintf(stderr, "safe-kube-bridge: %s\n", connection.error.c_str());
+    if (!connection) {
+      std::fprintf(stderr, "safe-kube-bridge: %s\n", connection.error().c_str());
       return 1;
     }
-    kube_client = std::make_unique<safe::bridge::CurlKubeClient>(*connection.connection);
+    kube_client = std::make_unique<safe::bridge::CurlKubeClient>(*connection);
     kube = std::make_unique<safe::bridge::KubeTarget>(*loaded.config, *kube_client);
     kube->start();
     api.set_kube_target(kube.get());
-    std::fprintf(stderr, "safe-kube-bridge: Kubernetes target on %s, namespace %s\n", connection.connection->server.c_str(),
+    std::fprintf(stderr, "safe-kube-bridge: Kubernetes target on %s, namespace %s\n", connection->server.c_str(),
                  kc.namespace_.c_str());
   }
   // safed, when deployed: $SAFE_CONTROLLER_URL, else kube_bridge.controller_url.

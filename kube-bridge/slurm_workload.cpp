@@ -70,15 +70,15 @@ std::optional<std::uint32_t> parse_slurm_workload_id(std::string_view id) {
   return value;
 }
 
-std::string workload_phase(const SlurmJob& job) {
-  if (job.requeued) return "Pending";  // the next run waits while the old one winds down
+WorkloadPhase workload_phase(const SlurmJob& job) {
+  if (job.requeued) return WorkloadPhase::pending;  // the next run waits while the old one winds down
   switch (job.state) {
-    case SlurmJobState::pending: return "Pending";
+    case SlurmJobState::pending: return WorkloadPhase::pending;
     case SlurmJobState::running:
-    case SlurmJobState::suspended: return "Running";
-    case SlurmJobState::complete: return "Succeeded";
-    case SlurmJobState::cancelled: return "Stopped";
-    default: return "Failed";
+    case SlurmJobState::suspended: return WorkloadPhase::running;
+    case SlurmJobState::complete: return WorkloadPhase::succeeded;
+    case SlurmJobState::cancelled: return WorkloadPhase::stopped;
+    default: return WorkloadPhase::failed;
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "kube-bridge/slurm_client.hpp"
 #include "common/user_directory.hpp"
+#include "kube-bridge/workload_phase.hpp"
 #include "kube-bridge/workload_spec.hpp"
 
 namespace safe::bridge {
@@ -26,7 +27,7 @@ std::string slurm_workload_id(std::uint32_t job_id);
 std::optional<std::uint32_t> parse_slurm_workload_id(std::string_view id);
 
 // The workload's phase, from Slurm's job state: Pending, Running, Succeeded, Failed, Stopped.
-std::string workload_phase(const SlurmJob& job);
+WorkloadPhase workload_phase(const SlurmJob& job);
 
 struct BridgeRecord {
   std::map<std::string, std::string> labels;

@@ -18,7 +18,9 @@ for cmd in sbatch srun salloc; do
     done
 done
 
-jobs_before=$(squeue -h | wc -l)
+# Every submission below must be refused; any job one of them made anyway carries this name (other
+# tests submit to the same cluster at the same time).
+export SBATCH_JOB_NAME=safe-options-refused SLURM_JOB_NAME=safe-options-refused SALLOC_JOB_NAME=safe-options-refused
 expect_failure "sbatch: error: safe: --safe-retries expects an integer 0..50, got 'x'" sbatch --safe-retries=x --wrap true
 expect_failure "safe: --safe-retries expects an integer 0..50, got '51'" srun --safe-retries=51 true
 expect_failure "safe: --safe-health expects strict, standard or off, got 'max'" salloc --safe-health=max true
@@ -28,7 +30,8 @@ expect_failure "safe: --safe-ckpt-signal expects SIG[@SECS]" sbatch --safe-ckpt-
 expect_failure "safe: --safe-hang-timeout expects seconds 0..604800, got 'soon'" sbatch --safe-hang-timeout=soon --wrap true
 expect_failure "safe: --safe-workspace expects a workspace name" sbatch --safe-workspace='a b' --wrap true
 expect_failure "safe: --safe-retries expects an integer 0..50, got 'abc' (from \$SAFE_RETRIES)" env SAFE_RETRIES=abc sbatch --wrap true
-assert_eq "$jobs_before" "$(squeue -h | wc -l)" "jobs in the queue after rejected submissions"
+assert_eq 0 "$(squeue -h -n safe-options-refused | wc -l)" "jobs in the queue after rejected submissions"
+unset SBATCH_JOB_NAME SLURM_JOB_NAME SALLOC_JOB_NAME
 
 show_env='echo "ws=$SAFE_WORKSPACE attempt=$SAFE_ATTEMPT max=$SAFE_MAX_RETRIES ckpt=$SAFE_CKPT_DIR resume=$SAFE_RESUME_FROM sig=$SAFE_CKPT_SIGNAL"'
 all_opts=(--safe-workspace=research --safe-retries=2 "--safe-ckpt-dir=$work/ckpt-CMD" --safe-ckpt-signal=USR2@30

@@ -107,6 +107,8 @@ expect 202 POST "/api/v1/workloads/$sleep_id/stop" "Bearer $USER_JWT" >/dev/null
 wait_for "[[ \$(phase $sleep_id) == Stopped ]]" 30
 running=$(expect 200 GET "/api/v1/workloads?state=Running" "Bearer $USER_JWT")
 assert_eq 0 "$(jq -r .total <<<"$running")" "running workloads after stop"
+assert_eq 1 "$(expect 200 GET "/api/v1/workloads?state=stopped" "Bearer $USER_JWT" | jq -r '[.items[] | select(.id == "'"$sleep_id"'")] | length')" "the state filter in lower case"
+assert_contains "$(expect 422 GET "/api/v1/workloads?state=Runing" "Bearer $USER_JWT")" "expects Pending, Running, Stopped, Succeeded or Failed" "a misspelt state"
 expect 200 DELETE "/api/v1/workloads/$sleep_id" "Bearer $USER_JWT" >/dev/null
 expect 404 GET "/api/v1/workloads/$sleep_id" "Bearer $USER_JWT" >/dev/null
 

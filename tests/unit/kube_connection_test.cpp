@@ -42,10 +42,10 @@ contexts:
     context: {cluster: two, user: u}
 )"),
                            dir + "/scratch");
-  ASSERT_TRUE(r.connection) << r.error;
-  EXPECT_EQ(r.connection->server, "https://two:6443");
-  EXPECT_EQ(r.connection->token, "abc123");
-  std::ifstream ca(r.connection->ca_file);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->server, "https://two:6443");
+  EXPECT_EQ(r->token, "abc123");
+  std::ifstream ca(r->ca_file);
   std::string pem((std::istreambuf_iterator<char>(ca)), {});
   EXPECT_EQ(pem, "PEM CA\n");
 }
@@ -55,11 +55,11 @@ TEST_F(Kubeconfig, ClientCertificateFilesAndErrors) {
                                  "users: [{name: u, user: {client-certificate: /p/c.pem, client-key: /p/k.pem}}]\n"
                                  "contexts: [{name: c, context: {cluster: k, user: u}}]\n"),
                            dir + "/scratch");
-  ASSERT_TRUE(r.connection) << r.error;
-  EXPECT_EQ(r.connection->client_cert, "/p/c.pem");
-  EXPECT_EQ(r.connection->client_key, "/p/k.pem");
-  EXPECT_NE(load_kubeconfig(write("current-context: nope\n"), dir).error.find("no context 'nope'"), std::string::npos);
-  EXPECT_NE(load_kubeconfig(dir + "/missing", dir).error.find("cannot read kubeconfig"), std::string::npos);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->client_cert, "/p/c.pem");
+  EXPECT_EQ(r->client_key, "/p/k.pem");
+  EXPECT_NE(load_kubeconfig(write("current-context: nope\n"), dir).error().find("no context 'nope'"), std::string::npos);
+  EXPECT_NE(load_kubeconfig(dir + "/missing", dir).error().find("cannot read kubeconfig"), std::string::npos);
 }
 
 }  // namespace

@@ -43,7 +43,7 @@ TEST(KubeRecord, RoundTripsEverythingARestartNeeds) {
   w.uid = 1001;
   w.attempt = 3;
   w.avoid_nodes = {"k9", "k2"};
-  w.phase = "Pending";
+  w.phase = bridge::WorkloadPhase::pending;
   w.nodes = "k1,k3";
   w.submit_time = 1700000000;
   w.events = {{"Submitted", 1700000000, 1, "Job train-a1 created"}, {"Failover", 1700000100, 3, "node_fault (...): k2 NotReady"}};
@@ -64,7 +64,7 @@ TEST(KubeRecord, RoundTripsEverythingARestartNeeds) {
   EXPECT_EQ(back->uid, 1001u);
   EXPECT_EQ(back->attempt, 3);
   EXPECT_EQ(back->avoid_nodes, w.avoid_nodes);
-  EXPECT_EQ(back->phase, "Pending");
+  EXPECT_EQ(back->phase, bridge::WorkloadPhase::pending);
   EXPECT_EQ(back->nodes, "k1,k3");
   EXPECT_EQ(back->submit_time, 1700000000);
   EXPECT_EQ(back->events, w.events);

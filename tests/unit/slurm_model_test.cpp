@@ -51,7 +51,7 @@ TEST(SlurmModel, WhatEachJobStateMeans) {
     EXPECT_EQ(c.ended, has_ended(j));
     EXPECT_EQ(c.waiting, waiting_to_start(j));
     EXPECT_EQ(c.shown, shown_state(j));
-    EXPECT_EQ(c.phase, bridge::workload_phase(j));
+    EXPECT_EQ(c.phase, to_string(bridge::workload_phase(j)));
   }
 }
 
