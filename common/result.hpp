@@ -10,6 +10,7 @@ namespace safe {
 
 struct Error {
   std::string message;
+  bool refused = false;  // the other side said no on purpose (a policy), rather than failing
 };
 
 template <class T>
@@ -31,6 +32,8 @@ class [[nodiscard]] Result {
     static const std::string none;
     return ok() ? none : std::get<1>(v_).message;
   }
+  // The error was a refusal (Error::refused).
+  bool refused() const { return !ok() && std::get<1>(v_).refused; }
 
  private:
   std::variant<T, Error> v_;

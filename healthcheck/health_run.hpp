@@ -12,7 +12,7 @@
 #include "common/node_fs.hpp"
 #include "common/process_runner.hpp"
 #include "healthcheck/gpu_collector.hpp"
-#include "healthcheck/slurm_node_control.hpp"
+#include "common/slurm/node_control.hpp"
 
 namespace safe {
 

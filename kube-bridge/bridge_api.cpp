@@ -269,24 +269,24 @@ ApiResponse BridgeApi::create_workload(const ApiRequest& req, const Principal& w
   if (!work_dir) return error_response(422, work_dir.error());
   SlurmJobRequest job = slurm_job_request(spec, who.user, *work_dir);
   auto submitted = slurm_.submit(job);
-  if (!submitted.value) {
-    if (submitted.access_denied)
+  if (!submitted) {
+    if (submitted.refused())
       return error_response(403, !decision.accepted ? decision.message
-                                                    : "safe: Slurm refused the workload (" + submitted.error +
+                                                    : "safe: Slurm refused the workload (" + submitted.error() +
                                                           "); ask an administrator to check slurmctld's log");
-    return error_response(422, "safe: Slurm rejected the workload: " + submitted.error +
+    return error_response(422, "safe: Slurm rejected the workload: " + submitted.error() +
                                    "; check the spec against the partition's limits (sinfo) and try again");
   }
   metrics_.count_created(false);
   Json body = json_take(json_object());
-  json_set(body.get(), "id", json_str(slurm_workload_id(*submitted.value)));
+  json_set(body.get(), "id", json_str(slurm_workload_id(*submitted)));
   json_set(body.get(), "name", json_str(spec.name));
   json_set(body.get(), "target", json_string("slurm"));
   json_set(body.get(), "phase", json_string("Pending"));
-  json_set(body.get(), "slurmJobId", json_integer(*submitted.value));
+  json_set(body.get(), "slurmJobId", json_integer(*submitted));
   if (!decision.message.empty()) json_set(body.get(), "notice", json_str(decision.message));
   ApiResponse r = json_response(201, body.get());
-  r.headers.emplace_back("Location", "/api/v1/workloads/" + slurm_workload_id(*submitted.value));
+  r.headers.emplace_back("Location", "/api/v1/workloads/" + slurm_workload_id(*submitted));
   return r;
 }
 
@@ -318,9 +318,9 @@ ApiResponse BridgeApi::list_workloads(const ApiRequest& req, const Principal& wh
   }
   if (!errors.empty()) return field_errors(422, "invalid query", errors);
   auto jobs = slurm_.jobs();
-  if (!jobs.value || !*jobs.value)
-    return error_response(503, "safe: cannot read jobs from Slurm: " + jobs.error + "; retry shortly");
-  auto index = workload_index(*jobs.value);
+  if (!jobs)
+    return error_response(503, "safe: cannot read jobs from Slurm: " + jobs.error() + "; retry shortly");
+  auto index = workload_index(*jobs);
 
   std::vector<const IndexedWorkload*> selected;
   std::vector<IndexedWorkload> kube_items;  // rendered per request: few, and they change often
@@ -396,10 +396,10 @@ ApiResponse BridgeApi::workload_action(const ApiRequest& req, const Principal& w
     if (deleted_.count(*job_id)) return not_found;
   }
   auto jobs = slurm_.jobs();
-  if (!jobs.value || !*jobs.value)
-    return error_response(503, "safe: cannot read jobs from Slurm: " + jobs.error + "; retry shortly");
+  if (!jobs)
+    return error_response(503, "safe: cannot read jobs from Slurm: " + jobs.error() + "; retry shortly");
   const SlurmJob* job = nullptr;
-  for (const auto& j : **jobs.value)
+  for (const auto& j : **jobs)
     if (j.id == *job_id) job = &j;
   if (!job || !visible_to(*job, who)) return not_found;
   auto record = parse_bridge_comment(job->comment);
@@ -424,8 +424,8 @@ ApiResponse BridgeApi::workload_action(const ApiRequest& req, const Principal& w
   }
   if (action == "stop" || action == "delete") {
     if (!has_ended(*job)) {
-      auto cancelled = slurm_.cancel(job->id);
-      if (!cancelled.value) return error_response(502, "safe: Slurm did not cancel job " + std::to_string(job->id) + ": " + cancelled.error);
+      if (Status cancelled = slurm_.cancel(job->id); !cancelled)
+        return error_response(502, "safe: Slurm did not cancel job " + std::to_string(job->id) + ": " + cancelled.error());
     }
     if (action == "delete") {
       std::lock_guard lock(deleted_mutex_);
@@ -487,8 +487,8 @@ ApiResponse BridgeApi::list_workspaces(const Principal& who, const std::string& 
     json_set(j, "name", json_str(w.name));
     json_set(j, "gpuQuota", json_integer(w.gpu_quota));
     json_t* used = json_null();
-    if (licenses.value && w.gpu_quota > 0)
-      for (const auto& l : *licenses.value)
+    if (licenses && w.gpu_quota > 0)
+      for (const auto& l : *licenses)
         if (l.name == workspace_license(w.name)) used = json_integer(l.in_use);
     json_set(j, "gpusInUse", used);
     json_set(j, "partition", json_str(w.partition));
@@ -519,10 +519,10 @@ ApiResponse BridgeApi::list_workspaces(const Principal& who, const std::string& 
 
 ApiResponse BridgeApi::list_nodes() {
   auto nodes = slurm_.nodes();
-  if (!nodes.value) return error_response(503, "safe: cannot read nodes from Slurm: " + nodes.error + "; retry shortly");
+  if (!nodes) return error_response(503, "safe: cannot read nodes from Slurm: " + nodes.error() + "; retry shortly");
   Json body = json_take(json_object());
   Json items = json_take(json_array());
-  for (const auto& n : *nodes.value) {
+  for (const auto& n : *nodes) {
     json_t* j = json_object();
     json_set(j, "name", json_str(n.name));
     json_set(j, "target", json_string("slurm"));

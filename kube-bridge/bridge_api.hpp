@@ -1,5 +1,5 @@
 // The REST API as a pure function of a request: routing, authentication, authorization,
-// validation, and the Slurm target through the SlurmClient seam. The HTTP server
+// validation, and the Slurm target through the bridge's SlurmCache over the Slurm seam. The HTTP server
 // (http_server.cpp) only copies requests in and responses out, so everything here is unit-tested
 // without sockets, Slurm or munged.
 #pragma once
@@ -18,7 +18,7 @@
 #include "kube-bridge/bridge_metrics.hpp"
 #include "kube-bridge/controller_history.hpp"
 #include "kube-bridge/kube_target.hpp"
-#include "kube-bridge/slurm_client.hpp"
+#include "kube-bridge/slurm_cache.hpp"
 #include "kube-bridge/user_work_dir.hpp"
 
 namespace safe::bridge {
@@ -40,7 +40,7 @@ struct BridgeSettings {
 
 class BridgeApi {
  public:
-  BridgeApi(BridgeSettings settings, Authenticator& auth, UserDirectory& users, SlurmClient& slurm,
+  BridgeApi(BridgeSettings settings, Authenticator& auth, UserDirectory& users, SlurmCache& slurm,
             BridgeMetrics& metrics, UserWorkDirs& work_dirs)
       : settings_(std::move(settings)), auth_(auth), users_(users), slurm_(slurm), metrics_(metrics),
         work_dirs_(work_dirs) {}
@@ -82,7 +82,7 @@ class BridgeApi {
   BridgeSettings settings_;
   Authenticator& auth_;
   UserDirectory& users_;
-  SlurmClient& slurm_;
+  SlurmCache& slurm_;
   BridgeMetrics& metrics_;
   UserWorkDirs& work_dirs_;
   KubeTarget* kube_ = nullptr;

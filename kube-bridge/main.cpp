@@ -17,7 +17,8 @@
 #include "kube-bridge/http_server.hpp"
 #include "kube-bridge/kube_client_curl.hpp"
 #include "kube-bridge/openapi_document.hpp"
-#include "kube-bridge/slurm_client_libslurm.hpp"
+#include "common/slurm/libslurm.hpp"
+#include "kube-bridge/slurm_cache.hpp"
 #include "kube-bridge/user_work_dir.hpp"
 
 namespace {
@@ -96,7 +97,8 @@ int main(int argc, char** argv) {
   safe::bridge::BridgeSettings settings;
   settings.config = *loaded.config;
   settings.openapi_document = safe::bridge::openapi_document();
-  safe::bridge::LibSlurmClient slurm;
+  auto libslurm = safe::make_libslurm_client();
+  safe::bridge::SlurmCache slurm(*libslurm, *libslurm, std::chrono::milliseconds(1000));
   safe::LibMungeDecoder munge;
   safe::SystemUserDirectory users;
   safe::Authenticator auth(auth_settings, &munge, &users);

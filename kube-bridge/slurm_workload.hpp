@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "kube-bridge/slurm_client.hpp"
+#include "common/slurm/client.hpp"
 #include "common/user_directory.hpp"
 #include "kube-bridge/workload_phase.hpp"
 #include "kube-bridge/workload_spec.hpp"

@@ -11,7 +11,7 @@
 #include "common/config.hpp"
 #include "common/node_fs.hpp"
 #include "common/process_runner.hpp"
-#include "healthcheck/slurm_node_control.hpp"
+#include "common/slurm/node_control.hpp"
 
 namespace safe {
 

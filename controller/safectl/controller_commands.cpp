@@ -19,7 +19,7 @@
 #include "common/lemon_detection.hpp"
 #include "controller/safectl/commands.hpp"
 #include "controller/safed/failover_planner.hpp"
-#include "controller/safed/libslurm_client.hpp"
+#include "common/slurm/libslurm.hpp"
 
 namespace po = boost::program_options;
 

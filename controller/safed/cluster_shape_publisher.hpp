@@ -8,7 +8,7 @@
 
 #include "common/cluster_shape.hpp"
 #include "common/result.hpp"
-#include "controller/safed/slurm_client.hpp"
+#include "common/slurm/client.hpp"
 
 namespace safe {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "controller/safed/failover_planner.hpp"
-#include "controller/safed/slurm_client.hpp"
+#include "common/slurm/client.hpp"
 #include "controller/safed/slurmd_liveness.hpp"
 #include "controller/safed/state_store.hpp"
 
@@ -20,7 +20,7 @@ namespace safe {
 
 class DeadNodeDetector {
  public:
-  DeadNodeDetector(SlurmClient& slurm, StateStore& store) : slurm_(slurm), store_(store) {}
+  DeadNodeDetector(SlurmActions& slurm, StateStore& store) : slurm_(slurm), store_(store) {}
 
   // The nodes of the SaFE jobs the planner last saw running or failing over, and the nodes the controller downed
   // as unreachable.
@@ -39,7 +39,7 @@ class DeadNodeDetector {
   std::vector<std::string> take_log();
 
  private:
-  SlurmClient& slurm_;
+  SlurmActions& slurm_;
   StateStore& store_;
   std::unordered_map<std::string, SlurmdLiveness> liveness_;
   // job -> (host list, expanded): expanded again only when a job's nodes change

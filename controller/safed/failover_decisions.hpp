@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/slurm_model.hpp"
+#include "common/slurm/model.hpp"
 #include "controller/safed/state_store.hpp"
 
 namespace safe {

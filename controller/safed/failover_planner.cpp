@@ -5,8 +5,9 @@
 
 namespace safe {
 
-FailoverPlanner::FailoverPlanner(SafeConfig config, SlurmClient& slurm, StateStore& store, JobFiles& files)
-    : config_(std::move(config)), slurm_(slurm), store_(store), files_(files),
+FailoverPlanner::FailoverPlanner(SafeConfig config, SlurmActions& slurm, StateStore& store, JobFiles& files,
+                                 OutputPatternDialect dialect)
+    : config_(std::move(config)), slurm_(slurm), dialect_(dialect), store_(store), files_(files),
       limiter_(config_.failover.rate_limit_per_minute) {
   for (const auto& f : store_.all_failovers()) {
     if (f.phase != FailoverPhase::done && f.phase != FailoverPhase::refused) open_[{f.key(), f.attempt}] = f;
@@ -67,7 +68,7 @@ std::string FailoverPlanner::output_path(const SlurmJob& job) const {
     c.batch_host_short = host.substr(0, host.find('.'));
   }
   c.work_dir = job.work_dir;
-  return batch_output_path(job.std_out, c, slurm_.output_pattern_dialect());
+  return batch_output_path(job.std_out, c, dialect_);
 }
 
 void FailoverPlanner::reconcile(const std::vector<SlurmJob>& jobs, const std::vector<SlurmNode>& nodes, long long now) {

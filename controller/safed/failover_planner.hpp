@@ -1,7 +1,7 @@
 // The controller's core: one reconcile pass looks at every job and node Slurm reports, records
 // node faults, classifies the attempts of SaFE jobs that ended, and drives each failover through
 // its phases (checkpoint signal, grace, requeue, exclusions and start time), quarantines lemon
-// nodes, and detects hangs. All side effects go through SlurmClient, JobFiles and StateStore, and
+// nodes, and detects hangs. All side effects go through SlurmActions, JobFiles and StateStore, and
 // each failover is keyed by (job, Slurm restart count), so a pass repeated after a crash or a
 // restart never requeues twice.
 //
@@ -28,7 +28,7 @@
 #include "common/requeue_storm_guard.hpp"
 #include "controller/safed/failover_decisions.hpp"
 #include "controller/safed/job_files.hpp"
-#include "controller/safed/slurm_client.hpp"
+#include "common/slurm/client.hpp"
 #include "controller/safed/state_store.hpp"
 
 namespace safe {
@@ -76,7 +76,9 @@ struct PlannerCounters {
 
 class FailoverPlanner {
  public:
-  FailoverPlanner(SafeConfig config, SlurmClient& slurm, StateStore& store, JobFiles& files);
+  // `dialect`: how this Slurm names output files (SlurmReader::output_pattern_dialect).
+  FailoverPlanner(SafeConfig config, SlurmActions& slurm, StateStore& store, JobFiles& files,
+                  OutputPatternDialect dialect);
 
   // A user's name by uid, for the %u of output paths (default: the uid as a number).
   void set_user_names(std::function<std::string(std::uint32_t)> names) { user_names_ = std::move(names); }
@@ -161,7 +163,8 @@ class FailoverPlanner {
   void log(std::string line);
 
   SafeConfig config_;
-  SlurmClient& slurm_;
+  SlurmActions& slurm_;
+  OutputPatternDialect dialect_;
   StateStore& store_;
   JobFiles& files_;
   FailoverRateLimiter limiter_;

@@ -25,7 +25,7 @@
 #include "controller/safed/deadline_reader.hpp"
 #include "controller/safed/failover_planner.hpp"
 #include "controller/safed/job_files.hpp"
-#include "controller/safed/libslurm_client.hpp"
+#include "common/slurm/libslurm.hpp"
 #include "controller/safed/slurmd_prober.hpp"
 #include "controller/safed/state_store.hpp"
 #include "controller/safed/status_report.hpp"
@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
     safe::AsyncJobFiles files(config.health.state_dir + "/evidence", user_reader, evidence_reader);
     safe::JobUserCache user_cache;
     auto make_planner = [&](const safe::SafeConfig& c) {
-      auto p = std::make_unique<safe::FailoverPlanner>(c, *slurm, store, files);
+      auto p = std::make_unique<safe::FailoverPlanner>(c, *slurm, store, files, slurm->output_pattern_dialect());
       p->set_user_names([&user_cache](std::uint32_t uid) {
         auto user = user_cache.get(uid, std::time(nullptr));
         return user ? user->name : std::to_string(uid);

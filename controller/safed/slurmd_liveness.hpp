@@ -10,7 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "controller/safed/slurm_client.hpp"
+#include "common/slurm/client.hpp"
 
 namespace safe {
 

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/slurm_model.hpp"
+#include "common/slurm/model.hpp"
 
 struct sqlite3;
 struct sqlite3_stmt;

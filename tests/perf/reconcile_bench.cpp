@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   safe::SafeConfig config;
   config.failover.rate_limit_per_minute = 1000;
   safe::StateStore store(dir + "/safed.sqlite");
-  safe::FailoverPlanner planner(config, slurm, store, files);
+  safe::FailoverPlanner planner(config, slurm, store, files, slurm.output_pattern_dialect());
 
   long long now = 2000;
   slurm.now = now;

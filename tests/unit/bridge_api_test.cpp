@@ -11,6 +11,7 @@
 #include "kube-bridge/bridge_api.hpp"
 #include "kube-bridge/openapi_document.hpp"
 #include "kube-bridge/slurm_workload.hpp"
+#include "tests/unit/fake_slurm.hpp"
 #include "tests/unit/fake_user_directory.hpp"
 
 namespace safe::bridge {
@@ -45,56 +46,6 @@ class FakeMunge : public MungeDecoder {
   }
 };
 
-class FakeSlurm : public SlurmClient {
- public:
-  std::vector<SlurmJobRequest> submitted;
-  std::vector<SlurmJob> job_list;
-  std::vector<std::uint32_t> cancelled;
-  std::uint32_t next_id = 100;
-  std::string reject;
-
-  // Stands in for job_submit_safe: refuses what the policy refuses, as Slurm's access denied.
-  SafeConfig policy;
-  std::map<uid_t, JobUser> job_users{{1001, {"alice", {}}}, {1002, {"bob", {}}}, {0, {"root", {}}}};
-  SlurmResult<std::uint32_t> submit(const SlurmJobRequest& r) override {
-    if (!reject.empty()) return {std::nullopt, reject};
-    AdmissionRequest a;
-    std::vector<std::string_view> env(r.spank_env.begin(), r.spank_env.end());
-    a.options = parse_spank_job_env(env).options;
-    a.gpus = static_cast<long long>(r.nodes) * r.gpus_per_node;
-    if (!admit_job(policy, a, job_users.at(r.uid)).accepted) return {std::nullopt, "Access/permission denied", true};
-    submitted.push_back(r);
-    SlurmJob j;
-    j.id = next_id++;
-    j.name = r.name;
-    j.user_id = r.uid;
-    j.state = SlurmJobState::pending;
-    j.comment = r.comment;
-    j.std_out = r.std_out;
-    j.work_dir = r.work_dir;
-    job_list.push_back(j);
-    return {j.id, ""};
-  }
-  SlurmResult<JobSnapshot> jobs() override { return {std::make_shared<const std::vector<SlurmJob>>(job_list), ""}; }
-  SlurmResult<std::vector<SlurmNode>> nodes() override {
-    auto node = [](const char* name, const char* state, const char* reason) {
-      SlurmNode n;
-      n.name = name;
-      n.state = state;
-      n.reason = reason;
-      n.gres = "gpu:8";
-      n.cpus = 8;
-      return n;
-    };
-    return {std::vector<SlurmNode>{node("n1", "IDLE", ""), node("n2", "IDLE+DRAIN", "SaFE: gpu3 ECC")}, ""};
-  }
-  SlurmResult<std::vector<SlurmLicense>> licenses() override { return {std::vector<SlurmLicense>{{"safe_ws_ml", 8, 2}}, ""}; }
-  SlurmResult<bool> cancel(std::uint32_t id) override {
-    cancelled.push_back(id);
-    return {true, ""};
-  }
-};
-
 class BridgeApiTest : public ::testing::Test {
  protected:
   BridgeApiTest() {
@@ -107,8 +58,23 @@ class BridgeApiTest : public ::testing::Test {
     BridgeSettings s;
     s.config = *c.config;
     s.openapi_document = "{}";
-    slurm.policy = s.config;
-    api = std::make_unique<BridgeApi>(s, auth, users, slurm, metrics, work_dirs);
+    // Stands in for job_submit_safe: refuses what the policy refuses, as Slurm's access denied.
+    slurm.policy = [config = s.config, this](const SlurmJobRequest& r) -> std::optional<std::string> {
+      AdmissionRequest a;
+      std::vector<std::string_view> env(r.spank_env.begin(), r.spank_env.end());
+      a.options = parse_spank_job_env(env).options;
+      a.gpus = static_cast<long long>(r.nodes) * r.gpus_per_node;
+      if (admit_job(config, a, job_users.at(r.uid)).accepted) return std::nullopt;
+      return "Access/permission denied";
+    };
+    SlurmNode& n1 = slurm.add_node("n1");
+    n1.gres = "gpu:8";
+    n1.cpus = 8;
+    SlurmNode& n2 = slurm.add_node("n2", "IDLE+DRAIN", "SaFE: gpu3 ECC");
+    n2.gres = "gpu:8";
+    n2.cpus = 8;
+    slurm.licenses = {{"safe_ws_ml", 8, 2}};
+    api = std::make_unique<BridgeApi>(s, auth, users, slurm_cache, metrics, work_dirs);
   }
 
   ApiResponse call(const std::string& method, const std::string& path, const std::string& who, const std::string& body = "",
@@ -126,7 +92,9 @@ class BridgeApiTest : public ::testing::Test {
 
   FakeUsers users;
   FakeMunge munge;
-  FakeSlurm slurm;
+  testing::FakeSlurm slurm;
+  std::map<uid_t, JobUser> job_users{{1001, {"alice", {}}}, {1002, {"bob", {}}}, {0, {"root", {}}}};
+  SlurmCache slurm_cache{slurm, slurm, std::chrono::milliseconds(0)};
   BridgeMetrics metrics;
   FakeWorkDirs work_dirs;
   Authenticator auth{{"", true, {"root"}}, &munge, &users};
@@ -223,7 +191,7 @@ TEST_F(BridgeApiTest, UsersSeeOnlyTheirOwnWorkloads) {
   EXPECT_EQ(call("POST", "/api/v1/workloads/" + id + "/stop", "bob").status, 404);
   EXPECT_EQ(call("DELETE", "/api/v1/workloads/" + id, "bob").status, 404);
   EXPECT_EQ(call("GET", "/api/v1/workloads/" + id + "/logs", "bob").status, 404);
-  EXPECT_TRUE(slurm.cancelled.empty());
+  EXPECT_EQ(0, slurm.count("cancel"));
   EXPECT_NE(call("GET", "/api/v1/workloads", "bob").body.find(R"("total":0)"), std::string::npos);
   EXPECT_NE(call("GET", "/api/v1/workloads", "alice").body.find(R"("total":1)"), std::string::npos);
   EXPECT_NE(call("GET", "/api/v1/workloads", "root").body.find(R"("total":1)"), std::string::npos);
@@ -238,7 +206,7 @@ TEST_F(BridgeApiTest, JobsNotMadeByTheBridgeAreNotWorkloads) {
   j.user_id = 1001;
   j.state = SlurmJobState::running;
   j.comment = "something else";
-  slurm.job_list.push_back(j);
+  slurm.jobs.push_back(j);
   EXPECT_EQ(call("GET", "/api/v1/workloads/slurm-7", "alice").status, 404);
   EXPECT_NE(call("GET", "/api/v1/workloads", "alice").body.find(R"("total":0)"), std::string::npos);
 }
@@ -246,7 +214,7 @@ TEST_F(BridgeApiTest, JobsNotMadeByTheBridgeAreNotWorkloads) {
 TEST_F(BridgeApiTest, StopAndDeleteCancel) {
   std::string id = created_id(call("POST", "/api/v1/workloads", "alice", kSpec));
   EXPECT_EQ(call("POST", "/api/v1/workloads/" + id + "/stop", "alice").status, 202);
-  EXPECT_EQ(slurm.cancelled, (std::vector<std::uint32_t>{100}));
+  EXPECT_EQ(slurm.calls.back(), "cancel 100");
   EXPECT_EQ(call("DELETE", "/api/v1/workloads/" + id, "alice").status, 200);
   EXPECT_EQ(call("GET", "/api/v1/workloads/" + id, "alice").status, 404);
   EXPECT_NE(call("GET", "/api/v1/workloads", "alice").body.find(R"("total":0)"), std::string::npos);
@@ -256,18 +224,18 @@ TEST_F(BridgeApiTest, StopAndDeleteCancel) {
 // set never grows past the jobs Slurm holds, and a later job with the same id (a reused id) shows.
 TEST_F(BridgeApiTest, ADeletedWorkloadIsForgottenOnceSlurmForgetsItsJob) {
   std::string id = created_id(call("POST", "/api/v1/workloads", "alice", kSpec));
-  SlurmJob job = slurm.job_list.back();
+  SlurmJob job = slurm.jobs.back();
   EXPECT_EQ(call("DELETE", "/api/v1/workloads/" + id, "alice").status, 200);
   EXPECT_EQ(call("GET", "/api/v1/workloads/" + id, "alice").status, 404);
-  slurm.job_list.clear();  // past MinJobAge
+  slurm.jobs.clear();  // past MinJobAge
   EXPECT_NE(call("GET", "/api/v1/workloads", "alice").body.find(R"("total":0)"), std::string::npos);
-  slurm.job_list.push_back(job);  // the id, used again
+  slurm.jobs.push_back(job);  // the id, used again
   EXPECT_EQ(call("GET", "/api/v1/workloads/" + id, "alice").status, 200);
 }
 
 TEST_F(BridgeApiTest, ListFiltersAndPages) {
   for (int i = 0; i < 5; ++i) call("POST", "/api/v1/workloads", "alice", R"({"name":"w)" + std::to_string(i) + R"(","script":"x"})");
-  slurm.job_list[1].state = SlurmJobState::running;
+  slurm.jobs[1].state = SlurmJobState::running;
   auto page = call("GET", "/api/v1/workloads", "alice", "", {{"limit", "2"}, {"offset", "2"}});
   EXPECT_NE(page.body.find(R"("total":5,"nextOffset":4)"), std::string::npos) << page.body;
   EXPECT_NE(page.body.find(R"("name":"w2")"), std::string::npos);
@@ -295,11 +263,11 @@ TEST_F(BridgeApiTest, HostileIdsAndPathsAreNotFound) {
 
 TEST_F(BridgeApiTest, EventsWorkspacesNodes) {
   std::string id = created_id(call("POST", "/api/v1/workloads", "alice", kSpec));
-  slurm.job_list[0].state = SlurmJobState::failed;
-  slurm.job_list[0].exit_code = 3 << 8;  // a wait status, as Slurm reports it: exit(3)
-  slurm.job_list[0].restart_count = 1;
-  slurm.job_list[0].start_time = 1'800'000'000;
-  slurm.job_list[0].admin_comment = "safe: ws=ml retries=1/2 health=standard sig=USR1@120 hang=0 gpus=8 last=node_fault n2";
+  slurm.jobs[0].state = SlurmJobState::failed;
+  slurm.jobs[0].exit_code = 3 << 8;  // a wait status, as Slurm reports it: exit(3)
+  slurm.jobs[0].restart_count = 1;
+  slurm.jobs[0].start_time = 1'800'000'000;
+  slurm.jobs[0].admin_comment = "safe: ws=ml retries=1/2 health=standard sig=USR1@120 hang=0 gpus=8 last=node_fault n2";
   auto events = call("GET", "/api/v1/workloads/" + id + "/events", "alice");
   EXPECT_NE(events.body.find("\"Requeued\""), std::string::npos) << events.body;
   EXPECT_NE(events.body.find("node_fault n2"), std::string::npos) << events.body;

@@ -37,7 +37,7 @@ class PlannerTest : public ::testing::Test {
 
   // A planner on the stories' clock (a restart of safed makes a new one).
   void make_planner() {
-    planner = std::make_unique<FailoverPlanner>(config, slurm, store, files);
+    planner = std::make_unique<FailoverPlanner>(config, slurm, store, files, slurm.output_pattern_dialect());
     planner->set_wall_clock_ns([this] { return now * 1000000000LL + 500000000LL; });
   }
 
@@ -835,13 +835,13 @@ TEST(PlannerCrash, APassThatFailsIsRolledBackAndTheNextPlannerFailsOverOnce) {
   j.start_time = 950;
   slurm.jobs.push_back(j);
   long long now = 1000;
-  auto planner = std::make_unique<FailoverPlanner>(config, slurm, store, files);
+  auto planner = std::make_unique<FailoverPlanner>(config, slurm, store, files, slurm.output_pattern_dialect());
   planner->reconcile(slurm.jobs, slurm.nodes, now);
   slurm.jobs[0].state = SlurmJobState::node_fail;
   slurm.jobs[0].end_time = ++now;
   files.throws = 1;
   EXPECT_THROW(planner->reconcile(slurm.jobs, slurm.nodes, now), std::runtime_error);
-  planner = std::make_unique<FailoverPlanner>(config, slurm, store, files);  // what safed does
+  planner = std::make_unique<FailoverPlanner>(config, slurm, store, files, slurm.output_pattern_dialect());  // what safed does
   for (int i = 0; i < 3; ++i) {
     slurm.now = ++now;
     planner->reconcile(slurm.jobs, slurm.nodes, now);

@@ -1,26 +1,42 @@
-// A SlurmClient that is a little Slurm: jobs and nodes in memory, requeue/update/signal change
-// them as slurmctld would, and every call is recorded for the tests to check.
+// One fake Slurm for every unit test: a little slurmctld in memory (jobs, nodes, licenses,
+// partitions) behind every role of the Slurm seam (reading the cluster; acting on jobs and nodes;
+// submitting and cancelling; the node programs' drain, resume, requeue and cancel), changing its
+// jobs and nodes as slurmctld would and recording every call for the tests to check:
+// "requeue 7", "signal 7 10", "update 7 exc=... start=... comment=...", "drain n1 REASON",
+// "down n1 REASON", "resume n1", "read n1", "submit NAME", "cancel 7".
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "common/slurm/client.hpp"
+#include "common/slurm/node_control.hpp"
 #include "controller/safed/job_files.hpp"
-#include "controller/safed/slurm_client.hpp"
 
 namespace safe::testing {
 
-class FakeSlurm : public SlurmClient {
+class FakeSlurm : public SlurmClient, public SlurmNodeControl {
  public:
   std::vector<SlurmJob> jobs;
   std::vector<SlurmNode> nodes;
-  std::vector<std::string> calls;  // "requeue 7", "signal 7 10", "update 7 exc=... start=... comment=..."
-  bool reachable = true;
+  std::vector<SlurmLicense> licenses;
+  std::vector<SlurmPartition> partitions;
+  std::vector<std::string> calls;
+  bool reachable = true;             // false: every read fails, as when slurmctld does not answer
   bool crash_after_requeue = false;  // simulates safed dying right after Slurm requeued the job
   long long now = 1000;
+  // Submissions: what was submitted, the next job id, and a policy standing in for
+  // job_submit_safe (the reason it refuses a request, as Slurm's access denied; nullopt: accepted).
+  std::vector<SlurmJobRequest> submitted;
+  std::uint32_t next_id = 100;
+  std::function<std::optional<std::string>(const SlurmJobRequest&)> policy;
+  std::string reject;  // non-empty: every submission fails with this (not a refusal)
+  bool batch = true;   // requeue_job works for batch jobs only (the prolog's refusal of an srun)
+  std::function<void()> on_drain;  // runs as a drain arrives, to look at what was done before it
 
   SlurmJob* job(std::uint32_t id) {
     for (auto& j : jobs)
@@ -32,12 +48,23 @@ class FakeSlurm : public SlurmClient {
       if (n.name == name) return &n;
     return nullptr;
   }
+  SlurmNode& add_node(const std::string& name, const std::string& state = "IDLE", const std::string& reason = "") {
+    SlurmNode n;
+    n.name = name;
+    n.state = state;
+    n.idle = state.starts_with("IDLE");
+    n.drain = state.find("DRAIN") != std::string::npos;
+    n.reason = reason;
+    nodes.push_back(n);
+    return nodes.back();
+  }
   int count(const std::string& prefix) const {
     int n = 0;
     for (const auto& c : calls) n += c.rfind(prefix, 0) == 0 ? 1 : 0;
     return n;
   }
 
+  // ---- reading the cluster
   Result<std::vector<SlurmJob>> load_jobs() override {
     if (!reachable) return Error{"unreachable"};
     return jobs;
@@ -46,10 +73,17 @@ class FakeSlurm : public SlurmClient {
     if (!reachable) return Error{"unreachable"};
     return nodes;
   }
-  Result<std::vector<SlurmLicense>> load_licenses() override { return std::vector<SlurmLicense>{}; }
-  std::vector<SlurmPartition> partitions;
-  Result<std::vector<SlurmPartition>> load_partitions() override { return partitions; }
+  Result<std::vector<SlurmLicense>> load_licenses() override {
+    if (!reachable) return Error{"unreachable"};
+    return licenses;
+  }
+  Result<std::vector<SlurmPartition>> load_partitions() override {
+    if (!reachable) return Error{"unreachable"};
+    return partitions;
+  }
+  OutputPatternDialect output_pattern_dialect() const override { return OutputPatternDialect::slurmd_fname; }
 
+  // ---- acting on jobs and nodes
   Status requeue(std::uint32_t id) override {
     calls.push_back("requeue " + std::to_string(id));
     SlurmJob* j = job(id);
@@ -91,7 +125,11 @@ class FakeSlurm : public SlurmClient {
     return ok_status();
   }
   Status drain_node(const std::string& name, const std::string& reason) override {
-    return set_reason("drain", name, reason, [](SlurmNode& n) { n.drain = true; });
+    if (on_drain) on_drain();
+    return set_reason("drain", name, reason, [](SlurmNode& n) {
+      n.drain = true;
+      if (n.state.find("DRAIN") == std::string::npos) n.state += "+DRAIN";
+    });
   }
   Status resume_node(const std::string& name) override {
     calls.push_back("resume " + name);
@@ -99,6 +137,7 @@ class FakeSlurm : public SlurmClient {
       n->drain = false;
       n->down = false;
       n->state_down = false;
+      n->state = n->state.substr(0, n->state.find("+DRAIN"));
       n->reason.clear();
     }
     return ok_status();
@@ -106,7 +145,47 @@ class FakeSlurm : public SlurmClient {
   Status down_node(const std::string& name, const std::string& reason) override {
     return set_reason("down", name, reason, [](SlurmNode& n) { n.down = n.state_down = true; });
   }
-  OutputPatternDialect output_pattern_dialect() const override { return OutputPatternDialect::slurmd_fname; }
+
+  // ---- submitting and cancelling
+  Result<std::uint32_t> submit(const SlurmJobRequest& r) override {
+    calls.push_back("submit " + r.name);
+    if (!reject.empty()) return Error{reject};
+    if (policy)
+      if (auto refusal = policy(r)) return Error{*refusal, true};
+    submitted.push_back(r);
+    SlurmJob j;
+    j.id = next_id++;
+    j.name = r.name;
+    j.user_id = r.uid;
+    j.state = SlurmJobState::pending;
+    j.comment = r.comment;
+    j.std_out = r.std_out;
+    j.work_dir = r.work_dir;
+    jobs.push_back(j);
+    return j.id;
+  }
+  Status cancel(std::uint32_t id) override {
+    calls.push_back("cancel " + std::to_string(id));
+    if (SlurmJob* j = job(id); j && !has_ended(*j)) j->state = SlurmJobState::cancelled;
+    return ok_status();
+  }
+
+  // ---- the node programs' calls (scontrol)
+  Result<NodeStatus> read(const std::string& name) override {
+    calls.push_back("read " + name);
+    if (!reachable) return Error{"scontrol timed out"};
+    const SlurmNode* n = node(name);
+    if (!n) return Error{"Node " + name + " not found"};
+    return NodeStatus{name, n->state, n->reason};
+  }
+  Status drain(const std::string& name, const std::string& reason) override { return drain_node(name, reason); }
+  Status resume(const std::string& name) override { return resume_node(name); }
+  Status requeue_job(const std::string& id) override {
+    calls.push_back("requeue " + id);
+    if (!batch) return Error{"scontrol requeue " + id + ": Requested operation not supported on this job"};
+    return ok_status();
+  }
+  Status cancel_job(const std::string& id) override { return cancel(static_cast<std::uint32_t>(std::stoul(id))); }
 
  private:
   template <class Change>

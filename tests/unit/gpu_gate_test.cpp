@@ -14,6 +14,7 @@
 #include "prolog/gpu_gate.hpp"
 #include "prolog/job_evidence.hpp"
 #include "prolog/stray_cleanup.hpp"
+#include "tests/unit/fake_slurm.hpp"
 #include "tests/unit/health_test_support.hpp"
 
 namespace safe {
@@ -95,6 +96,7 @@ class GateRun : public ::testing::Test {
  protected:
   void SetUp() override {
     o.node = "n2";
+    slurm.add_node("n2");
     o.self_exe = "/usr/sbin/safe-prolog";
     o.config.health.backend = GpuBackendKind::sim;
     o.config.health.state_dir = dir.path() + "/state";
@@ -115,7 +117,8 @@ class GateRun : public ::testing::Test {
   test::TempDir dir;
   GateOptions o;
   test::FakeProcessRunner runner;
-  test::FakeSlurm slurm;
+  testing::FakeSlurm slurm;
+  SlurmNode& node() { return *slurm.node("n2"); }
   GpuSnapshot gpus = healthy_sim_snapshot(8);
   std::ostringstream log;
 };
@@ -128,7 +131,7 @@ TEST_F(GateRun, PrologPassesHealthyGpusWithoutSlurmCalls) {
 TEST_F(GateRun, PrologDrainsAndFailsOnABadGpu) {
   apply_sim_fault(gpus, 1, SimFault::lost);
   EXPECT_EQ(run_prolog(o, runner, slurm, log), 1);
-  EXPECT_EQ(slurm.calls, (std::vector<std::string>{"read", "drain:SaFE: gpu1 lost: GPU is lost (simulated)"}));
+  EXPECT_EQ(slurm.calls, (std::vector<std::string>{"read n2", "drain n2 SaFE: gpu1 lost: GPU is lost (simulated)"}));
   std::string evidence = read(o.config.health.state_dir + "/evidence/41.prolog.json");
   EXPECT_NE(evidence.find("\"stage\": \"prolog\""), std::string::npos) << evidence;
   EXPECT_NE(evidence.find("gpu1 lost"), std::string::npos) << evidence;
@@ -154,7 +157,7 @@ TEST_F(GateRun, AStrictJobIsRefusedOnAWarningWithoutDrainingTheNode) {
   gpus.gpus[1].pcie_replay = 5000;  // a warning
   EXPECT_EQ(run_prolog(o, runner, slurm, log), 0) << "a failed prolog would make Slurm drain the node";
   EXPECT_EQ(slurm.count("drain"), 0);
-  EXPECT_EQ(slurm.calls, (std::vector<std::string>{"requeue:41"}));
+  EXPECT_EQ(slurm.calls, (std::vector<std::string>{"requeue 41"}));
   std::string evidence = read(o.config.health.state_dir + "/evidence/41.prolog.json");
   EXPECT_NE(evidence.find("\"action\": \"refuse-job\""), std::string::npos) << evidence;
   EXPECT_NE(evidence.find("PCIe replays=5000"), std::string::npos) << evidence;
@@ -166,7 +169,7 @@ TEST_F(GateRun, AStrictInteractiveJobIsCancelledAsItCannotBeRequeued) {
   gpus.gpus[1].pcie_replay = 5000;
   slurm.batch = false;
   EXPECT_EQ(run_prolog(o, runner, slurm, log), 0);
-  EXPECT_EQ(slurm.calls, (std::vector<std::string>{"requeue:41", "cancel:41"}));
+  EXPECT_EQ(slurm.calls, (std::vector<std::string>{"requeue 41", "cancel 41"}));
 }
 
 TEST_F(GateRun, AStandardJobRunsDespiteAWarning) {
@@ -176,11 +179,11 @@ TEST_F(GateRun, AStandardJobRunsDespiteAWarning) {
 }
 
 TEST_F(GateRun, PrologKeepsAnAdminReasonButStillRefusesTheJob) {
-  slurm.reason = "ADMIN: cabling";
+  node().reason = "ADMIN: cabling";
   apply_sim_fault(gpus, 0, SimFault::ecc);
   EXPECT_EQ(run_prolog(o, runner, slurm, log), 1);
   EXPECT_EQ(slurm.count("drain"), 0);
-  EXPECT_EQ(slurm.reason, "ADMIN: cabling");
+  EXPECT_EQ(node().reason, "ADMIN: cabling");
 }
 
 TEST_F(GateRun, PrologWithHealthOffDoesNothing) {

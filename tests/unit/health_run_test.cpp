@@ -8,6 +8,7 @@
 
 #include "common/sim_gpu_file.hpp"
 #include "healthcheck/health_run.hpp"
+#include "tests/unit/fake_slurm.hpp"
 #include "tests/unit/health_test_support.hpp"
 
 namespace safe {
@@ -18,6 +19,7 @@ class HealthRun : public ::testing::Test {
   void SetUp() override {
     options.fs = NodeFs(test::copy_fixture(dir, "node-healthy"));
     options.node = "n1";
+    slurm.add_node("n1");
     options.self_exe = "/usr/sbin/safe-healthcheck";
     options.config.health.backend = GpuBackendKind::sim;
     options.config.health.state_dir = dir.path() + "/state";
@@ -34,7 +36,8 @@ class HealthRun : public ::testing::Test {
   test::TempDir dir;
   RunOptions options;
   test::FakeProcessRunner runner;
-  test::FakeSlurm slurm;
+  testing::FakeSlurm slurm;
+  SlurmNode& node() { return *slurm.node("n1"); }
   GpuSnapshot gpus = healthy_sim_snapshot(8);
   bool gpu_hangs = false;
 };
@@ -43,7 +46,7 @@ TEST_F(HealthRun, HealthyNodeIsLeftAlone) {
   RunReport r = run();
   EXPECT_EQ(r.status, "healthy") << summary_line(r);
   EXPECT_EQ(r.exit_code, kExitHealthy);
-  EXPECT_EQ(slurm.calls, std::vector<std::string>{"read"});
+  EXPECT_EQ(slurm.calls, std::vector<std::string>{"read n1"});
   EXPECT_EQ(r.results.size(), 16u);
   EXPECT_NE(summary_line(r).find("safe-healthcheck: n1: healthy (16 pass, 0 fail, 0 unknown"), std::string::npos)
       << summary_line(r);
@@ -54,8 +57,8 @@ TEST_F(HealthRun, UncorrectableEccDrainsThenResumesAfterThreeCleanRuns) {
   RunReport r = run();
   EXPECT_EQ(r.exit_code, kExitCritical);
   EXPECT_EQ(r.decision.action, NodeAction::drain);
-  EXPECT_EQ(slurm.reason, "SaFE: gpu3 uncorrectable ECC=2");
-  EXPECT_EQ(slurm.state, "IDLE+DRAIN");
+  EXPECT_EQ(node().reason, "SaFE: gpu3 uncorrectable ECC=2");
+  EXPECT_EQ(node().state, "IDLE+DRAIN");
   run();  // still failing: already drained, nothing more
   EXPECT_EQ(slurm.count("drain"), 1);
   inject(3, SimFault::clear);
@@ -64,8 +67,8 @@ TEST_F(HealthRun, UncorrectableEccDrainsThenResumesAfterThreeCleanRuns) {
   EXPECT_EQ(slurm.count("resume"), 0);
   RunReport third = run();
   EXPECT_EQ(third.decision.action, NodeAction::resume) << summary_line(third);
-  EXPECT_EQ(slurm.state, "IDLE");
-  EXPECT_EQ(slurm.reason, "");
+  EXPECT_EQ(node().state, "IDLE");
+  EXPECT_EQ(node().reason, "");
 }
 
 TEST_F(HealthRun, OrdinaryCriticalCheckNeedsTwoRuns) {
@@ -75,30 +78,30 @@ TEST_F(HealthRun, OrdinaryCriticalCheckNeedsTwoRuns) {
   EXPECT_EQ(first.decision.action, NodeAction::none);
   RunReport second = run();
   EXPECT_EQ(second.decision.action, NodeAction::drain);
-  EXPECT_EQ(slurm.reason, "SaFE: gpu1 temperature 103C >= 95C");
+  EXPECT_EQ(node().reason, "SaFE: gpu1 temperature 103C >= 95C");
 }
 
 TEST_F(HealthRun, AdminDrainIsNeverTouchedOrResumed) {
-  slurm.state = "IDLE+DRAIN";
-  slurm.reason = "ADMIN SHUTDOWN";
+  node().state = "IDLE+DRAIN";
+  node().reason = "ADMIN SHUTDOWN";
   inject(0, SimFault::lost);
   run();
   inject(0, SimFault::clear);
   for (int i = 0; i < 5; ++i) run();
   EXPECT_EQ(slurm.count("drain"), 0);
   EXPECT_EQ(slurm.count("resume"), 0);
-  EXPECT_EQ(slurm.reason, "ADMIN SHUTDOWN");
+  EXPECT_EQ(node().reason, "ADMIN SHUTDOWN");
 }
 
 TEST_F(HealthRun, QuarantinedNodeIsNeverResumed) {
-  slurm.state = "IDLE+DRAIN";
-  slurm.reason = "SaFE-quarantine: 3 faults in 24h";
+  node().state = "IDLE+DRAIN";
+  node().reason = "SaFE-quarantine: 3 faults in 24h";
   for (int i = 0; i < 5; ++i) run();
   EXPECT_EQ(slurm.count("resume"), 0);
 }
 
 TEST_F(HealthRun, UnreadableNodeStateMeansNoAction) {
-  slurm.readable = false;
+  slurm.reachable = false;
   inject(3, SimFault::ecc);
   RunReport r = run();
   EXPECT_EQ(r.exit_code, kExitCritical);
@@ -131,7 +134,7 @@ TEST_F(HealthRun, GpuTimeoutIsUnknownUntilItRepeats) {
   run();
   RunReport third = run();  // health.unknown_runs_before_fail = 3
   EXPECT_EQ(third.decision.action, NodeAction::drain) << summary_line(third);
-  EXPECT_NE(slurm.reason.find("unknown 3 runs"), std::string::npos) << slurm.reason;
+  EXPECT_NE(node().reason.find("unknown 3 runs"), std::string::npos) << node().reason;
 }
 
 TEST_F(HealthRun, WarningsMarkTheNodeSuspectWithoutDraining) {
@@ -167,9 +170,9 @@ TEST_F(HealthRun, ReportOnlyModeMakesNoSlurmCalls) {
 TEST_F(HealthRun, StrayUseCheckedOnlyOnIdleNodes) {
   gpus.gpus[4].processes.push_back({31337, 500, "leftover"});
   gpus.gpus[4].memory_used_mib = 500;
-  slurm.state = "MIXED";
+  node().state = "MIXED";
   EXPECT_EQ(run().status, "healthy");
-  slurm.state = "IDLE";
+  node().state = "IDLE";
   RunReport idle = run();
   EXPECT_EQ(idle.status, "suspect") << summary_line(idle);
 }

@@ -1,5 +1,5 @@
-// Test doubles and helpers for the health tests: a scripted ProcessRunner, a recording Slurm
-// node control, and fixture trees copied to a temporary directory.
+// Test doubles and helpers for the health tests: a scripted ProcessRunner and fixture trees copied
+// to a temporary directory. Slurm is tests/unit/fake_slurm.hpp, as for every test.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "common/process_runner.hpp"
-#include "healthcheck/slurm_node_control.hpp"
 
 namespace safe::test {
 
@@ -39,49 +38,6 @@ inline ProcessResult timed_out() {
   r.outcome = ProcessResult::Outcome::timed_out;
   return r;
 }
-
-// A node as slurmctld would keep it: drain/resume change it, every call is recorded.
-class FakeSlurm : public SlurmNodeControl {
- public:
-  bool readable = true;
-  std::string state = "IDLE";
-  std::string reason;
-  std::vector<std::string> calls;  // "read", "drain:REASON", "resume"
-  std::function<void()> on_drain;  // runs as the drain arrives, to look at what was done before it
-  Result<NodeStatus> read(const std::string& node) override {
-    calls.push_back("read");
-    if (!readable) return Error{"scontrol timed out"};
-    return NodeStatus{node, state, reason};
-  }
-  Status drain(const std::string&, const std::string& r) override {
-    calls.push_back("drain:" + r);
-    if (on_drain) on_drain();
-    state = state.find("DRAIN") == std::string::npos ? state + "+DRAIN" : state;
-    reason = r;
-    return ok_status();
-  }
-  Status resume(const std::string&) override {
-    calls.push_back("resume");
-    state = state.substr(0, state.find("+DRAIN"));
-    reason.clear();
-    return ok_status();
-  }
-  bool batch = true;  // requeue works for batch jobs only
-  Status requeue_job(const std::string& id) override {
-    calls.push_back("requeue:" + id);
-    if (!batch) return Error{"scontrol requeue " + id + ": Requested operation not supported on this job"};
-    return ok_status();
-  }
-  Status cancel_job(const std::string& id) override {
-    calls.push_back("cancel:" + id);
-    return ok_status();
-  }
-  int count(const std::string& prefix) const {
-    int n = 0;
-    for (const auto& c : calls) n += c.rfind(prefix, 0) == 0;
-    return n;
-  }
-};
 
 // A fresh directory, removed with the test.
 class TempDir {

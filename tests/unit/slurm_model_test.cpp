@@ -1,6 +1,6 @@
 // SaFE's one Slurm model: what a job's state means (ended, waiting, shown as), exit statuses as a
 // shell reports them, and the bridge's workload phase read from the same typed state.
-#include "common/slurm_model.hpp"
+#include "common/slurm/model.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // scontrol calls: exact command lines, parsing, and failures that must read as "unknown".
 #include <gtest/gtest.h>
 
-#include "healthcheck/slurm_node_control.hpp"
+#include "common/slurm/node_control.hpp"
 #include "tests/unit/health_test_support.hpp"
 
 namespace safe {

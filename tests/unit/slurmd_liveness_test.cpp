@@ -176,7 +176,7 @@ TEST(DeadNodeDetector, DownsTheDeadNodeOfARunningSafeJobAndResumesItWhenSlurmdIs
   j.start_time = 950;
   slurm.jobs.push_back(j);
   SafeConfig config;
-  FailoverPlanner planner(config, slurm, store, files);
+  FailoverPlanner planner(config, slurm, store, files, slurm.output_pattern_dialect());
   DeadNodeDetector detector(slurm, store);
   planner.reconcile(slurm.jobs, slurm.nodes, 1000);
 

@@ -1,4 +1,6 @@
-#include "controller/safed/libslurm_client.hpp"
+// SaFE's one libslurm implementation of the Slurm seam (client.hpp): every libslurm call SaFE
+// makes is in this file, so a Slurm release that changes one changes this file only.
+#include "common/slurm/libslurm.hpp"
 
 #include <unistd.h>
 
@@ -16,6 +18,13 @@ namespace safe {
 namespace {
 
 std::string text(const char* s) { return s ? s : ""; }
+
+std::vector<char*> c_strings(const std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (const auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
 
 std::string last_error() { return slurm_strerror(slurm_get_errno()); }
 
@@ -221,6 +230,57 @@ class LibslurmClient final : public SlurmClient {
 
   Status down_node(const std::string& node, const std::string& reason) override {
     return update_node(node, NODE_STATE_DOWN, reason);
+  }
+
+  Result<std::uint32_t> submit(const SlurmJobRequest& r) override {
+    job_desc_msg_t desc;
+    slurm_init_job_desc_msg(&desc);
+    std::string tres = r.gpus_per_node > 0 ? "gres:gpu:" + std::to_string(r.gpus_per_node) : "";
+    std::string exc;
+    for (const auto& n : r.excluded_nodes) exc += (exc.empty() ? "" : ",") + n;
+    std::vector<std::string> environment = r.environment;
+    if (environment.empty()) environment.push_back("SAFE_BRIDGE=1");  // Slurm refuses a batch job without one
+    auto env = c_strings(environment);
+    auto spank = c_strings(r.spank_env);
+
+    desc.name = const_cast<char*>(r.name.c_str());
+    desc.script = const_cast<char*>(r.script.c_str());
+    desc.user_id = r.uid;
+    desc.group_id = r.gid;
+    desc.work_dir = const_cast<char*>(r.work_dir.c_str());
+    desc.std_out = const_cast<char*>(r.std_out.c_str());
+    desc.min_nodes = r.nodes;
+    desc.max_nodes = r.nodes;
+    desc.num_tasks = r.nodes;
+    desc.ntasks_per_node = 1;
+    desc.cpus_per_task = static_cast<uint16_t>(r.cpus_per_task);
+    if (!tres.empty()) desc.tres_per_node = tres.data();
+    if (r.memory_mb > 0) desc.pn_min_memory = static_cast<uint64_t>(r.memory_mb);
+    if (r.time_limit_minutes > 0) desc.time_limit = static_cast<uint32_t>(r.time_limit_minutes);
+    desc.environment = env.data();
+    desc.env_size = static_cast<uint32_t>(environment.size());
+    if (!r.spank_env.empty()) {
+      desc.spank_job_env = spank.data();
+      desc.spank_job_env_size = static_cast<uint32_t>(r.spank_env.size());
+    }
+    if (!exc.empty()) desc.exc_nodes = exc.data();
+    if (!r.comment.empty()) desc.comment = const_cast<char*>(r.comment.c_str());
+
+    submit_response_msg_t* resp = nullptr;
+    if (slurm_submit_batch_job(&desc, &resp) != SLURM_SUCCESS) {
+      int e = slurm_get_errno();
+      return Error{slurm_strerror(e), e == ESLURM_ACCESS_DENIED};
+    }
+    std::uint32_t id = resp->job_id;
+    slurm_free_submit_response_response_msg(resp);
+    return id;
+  }
+
+  Status cancel(std::uint32_t job_id) override {
+    if (slurm_kill_job(job_id, SIGKILL, 0) == SLURM_SUCCESS) return ok_status();
+    int e = slurm_get_errno();
+    if (e == ESLURM_ALREADY_DONE) return ok_status();  // already finished: cancelling is done
+    return Error{slurm_strerror(e)};
   }
 
   OutputPatternDialect output_pattern_dialect() const override {

@@ -1,4 +1,4 @@
-#include "healthcheck/slurm_node_control.hpp"
+#include "common/slurm/node_control.hpp"
 
 namespace safe {
 namespace {
