@@ -75,17 +75,11 @@ std::string to_json(const GpuSnapshot& s) {
   return json_document(root.get(), JSON_INDENT(1) | JSON_PRESERVE_ORDER);
 }
 
-std::optional<GpuSnapshot> gpu_snapshot_from_json(std::string_view text, std::string& error) {
+Result<GpuSnapshot> gpu_snapshot_from_json(std::string_view text) {
   json_error_t jerr;
   Json root(json_loadb(text.data(), text.size(), 0, &jerr));
-  if (!root) {
-    error = "line " + std::to_string(jerr.line) + ": " + jerr.text;
-    return std::nullopt;
-  }
-  if (!json_is_object(root.get())) {
-    error = "expects a JSON object";
-    return std::nullopt;
-  }
+  if (!root) return Error{"line " + std::to_string(jerr.line) + ": " + jerr.text};
+  if (!json_is_object(root.get())) return Error{"expects a JSON object"};
   GpuSnapshot s;
   s.backend = get_string(root.get(), "backend");
   s.ok = get_bool(root.get(), "ok", true);
@@ -93,17 +87,11 @@ std::optional<GpuSnapshot> gpu_snapshot_from_json(std::string_view text, std::st
   s.pci_gpu_count = static_cast<int>(get_int(root.get(), "pci_gpu_count", -1));
   s.hang = get_bool(root.get(), "hang", false);
   json_t* gpus = json_object_get(root.get(), "gpus");
-  if (gpus && !json_is_array(gpus)) {
-    error = "\"gpus\" must be a list";
-    return std::nullopt;
-  }
+  if (gpus && !json_is_array(gpus)) return Error{"\"gpus\" must be a list"};
   std::size_t i;
   json_t* o;
   json_array_foreach(gpus, i, o) {
-    if (!json_is_object(o)) {
-      error = "gpus[" + std::to_string(i) + "] must be an object";
-      return std::nullopt;
-    }
+    if (!json_is_object(o)) return Error{"gpus[" + std::to_string(i) + "] must be an object"};
     GpuDevice g;
     g.index = static_cast<int>(get_int(o, "index", static_cast<long long>(i)));
     g.bus_id = get_string(o, "bus_id");

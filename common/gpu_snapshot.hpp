@@ -3,6 +3,8 @@
 // the sim backend's per-node file is this same JSON.
 #pragma once
 
+#include "common/result.hpp"
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,7 +53,7 @@ struct GpuSnapshot {
 
 std::string to_json(const GpuSnapshot& snapshot);
 // Parses to_json's output (and hand-written sim files, where every field is optional).
-std::optional<GpuSnapshot> gpu_snapshot_from_json(std::string_view text, std::string& error);
+Result<GpuSnapshot> gpu_snapshot_from_json(std::string_view text);
 
 // Snapshot of `count` healthy simulated GPUs: the sim backend's starting point.
 GpuSnapshot healthy_sim_snapshot(int count);

@@ -65,7 +65,7 @@ std::optional<JobMetadata> parse_job_metadata(std::string_view text) {
       else m.settings.health = HealthLevel::standard;
     } else if (key == "sig") {
       SafeOptions scratch;
-      if (!parse_option(scratch, SafeOption::ckpt_signal, value)) m.settings.ckpt_signal = *scratch.ckpt_signal;
+      if (parse_option(scratch, SafeOption::ckpt_signal, value)) m.settings.ckpt_signal = *scratch.ckpt_signal;
     } else if (key == "hang") {
       m.settings.hang_timeout = to_int(value).value_or(0);
     } else if (key == "gpus") {

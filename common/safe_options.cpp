@@ -67,39 +67,39 @@ std::string CheckpointSignal::to_string() const {
   return seconds ? name + "@" + std::to_string(*seconds) : name;
 }
 
-std::optional<std::string> checkpoint_dir_problem(std::string_view path) {
-  if (path.empty() || path[0] != '/') return "expects an absolute path (starting with /)";
-  if (path.size() > 1024) return "expects a path of at most 1024 characters";
+Status check_checkpoint_dir(std::string_view path) {
+  if (path.empty() || path[0] != '/') return Error{"expects an absolute path (starting with /)"};
+  if (path.size() > 1024) return Error{"expects a path of at most 1024 characters"};
   for (char c : path)
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return "expects a path without spaces or control characters";
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return Error{"expects a path without spaces or control characters"};
   std::size_t pos = 0;
   while (pos != std::string_view::npos) {
     std::size_t next = path.find('/', pos + 1);
     std::string_view part = path.substr(pos + 1, next == std::string_view::npos ? path.npos : next - pos - 1);
-    if (part == "..") return "expects a path without '..'";
+    if (part == "..") return Error{"expects a path without '..'"};
     pos = next;
   }
-  return std::nullopt;
+  return ok_status();
 }
 
-std::optional<std::string> parse_option(SafeOptions& options, SafeOption id, std::string_view value) {
+Status parse_option(SafeOptions& options, SafeOption id, std::string_view value) {
   const OptionSpec& spec = option_spec(id);
   switch (id) {
     case SafeOption::workspace:
       if (!valid_workspace_name(value))
-        return problem(spec, "expects a workspace name (1-64 letters, digits, '_' or '-')", value);
+        return Error{problem(spec, "expects a workspace name (1-64 letters, digits, '_' or '-')", value)};
       options.workspace = std::string(value);
-      return std::nullopt;
+      return ok_status();
     case SafeOption::retries: {
       auto n = parse_decimal(value);
-      if (!n || *n < 0 || *n > kMaxRetries) return problem(spec, "expects an integer 0.." + std::to_string(kMaxRetries), value);
+      if (!n || *n < 0 || *n > kMaxRetries) return Error{problem(spec, "expects an integer 0.." + std::to_string(kMaxRetries), value)};
       options.retries = static_cast<int>(*n);
-      return std::nullopt;
+      return ok_status();
     }
     case SafeOption::ckpt_dir:
-      if (auto why = checkpoint_dir_problem(value)) return problem(spec, *why, value);
+      if (Status dir = check_checkpoint_dir(value); !dir) return Error{problem(spec, dir.error(), value)};
       options.ckpt_dir = std::string(value);
-      return std::nullopt;
+      return ok_status();
     case SafeOption::ckpt_signal: {
       std::string_view name = value, secs;
       if (auto at = value.find('@'); at != std::string_view::npos) {
@@ -110,25 +110,25 @@ std::optional<std::string> parse_option(SafeOptions& options, SafeOption id, std
       bool has_lead = value.find('@') != std::string_view::npos;
       std::optional<long long> lead = has_lead ? parse_decimal(secs) : 0;
       if (!signo || !lead || *lead < 0 || *lead > kMaxSignalLeadSeconds)
-        return problem(spec, "expects SIG[@SECS] with a catchable signal (USR1, USR2, TERM, INT, HUP, ...) and SECS 0..65535",
-                       value);
+        return Error{problem(spec, "expects SIG[@SECS] with a catchable signal (USR1, USR2, TERM, INT, HUP, ...) and SECS 0..65535",
+                       value)};
       options.ckpt_signal = CheckpointSignal{*signo, has_lead ? std::optional<int>(static_cast<int>(*lead)) : std::nullopt};
-      return std::nullopt;
+      return ok_status();
     }
     case SafeOption::health:
       if (value == "strict") options.health = HealthLevel::strict;
       else if (value == "standard") options.health = HealthLevel::standard;
       else if (value == "off") options.health = HealthLevel::off;
-      else return problem(spec, "expects strict, standard or off", value);
-      return std::nullopt;
+      else return Error{problem(spec, "expects strict, standard or off", value)};
+      return ok_status();
     case SafeOption::hang_timeout: {
       auto n = parse_decimal(value);
-      if (!n || *n < 0 || *n > kMaxHangTimeoutSeconds) return problem(spec, "expects seconds 0..604800", value);
+      if (!n || *n < 0 || *n > kMaxHangTimeoutSeconds) return Error{problem(spec, "expects seconds 0..604800", value)};
       options.hang_timeout = static_cast<int>(*n);
-      return std::nullopt;
+      return ok_status();
     }
   }
-  return "safe: unknown option";
+  return Error{"safe: unknown option"};
 }
 
 std::string SafeOptions::value_text(SafeOption id) const {
@@ -161,7 +161,7 @@ SpankEnvOptions parse_spank_job_env(std::span<const std::string_view> env) {
     std::string_view name = entry.substr(0, eq), value = entry.substr(eq + 1);
     for (const auto& spec : kSpecs) {
       if (name != spank_env_name(spec.id)) continue;
-      if (auto error = parse_option(out.options, spec.id, value)) out.errors.push_back(*error);
+      if (Status parsed = parse_option(out.options, spec.id, value); !parsed) out.errors.push_back(parsed.error());
     }
   }
   return out;

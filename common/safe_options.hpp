@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/result.hpp"
 #include "common/config.hpp"
 
 namespace safe {
@@ -53,12 +54,12 @@ struct SafeOptions {
   bool operator==(const SafeOptions&) const = default;
 };
 
-// Parses `value` for option `id` into `options`. On error returns the user-facing message, e.g.
+// Parses `value` for option `id` into `options`. Fails with the user-facing message, e.g.
 // "safe: --safe-retries expects an integer 0..50, got 'x'", and leaves `options` unchanged.
-std::optional<std::string> parse_option(SafeOptions& options, SafeOption id, std::string_view value);
+Status parse_option(SafeOptions& options, SafeOption id, std::string_view value);
 
-// The problem with a checkpoint directory, if any (relative, '..', whitespace or control chars).
-std::optional<std::string> checkpoint_dir_problem(std::string_view path);
+// Fails with what is wrong with a checkpoint directory (relative, '..', whitespace or control chars).
+Status check_checkpoint_dir(std::string_view path);
 
 // How sbatch records an option in the job's SPANK environment: "_SLURM_SPANK_OPTION_safe_safe_retries".
 std::string spank_env_name(SafeOption id);

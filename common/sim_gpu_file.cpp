@@ -31,25 +31,25 @@ std::string_view to_string(SimFault fault) {
   return "?";
 }
 
-std::optional<std::string> apply_sim_fault(GpuSnapshot& s, int gpu, SimFault fault) {
+Status apply_sim_fault(GpuSnapshot& s, int gpu, SimFault fault) {
   if (gpu < 0 && (fault == SimFault::clear || fault == SimFault::hang)) {
     if (fault == SimFault::hang) {
       s.hang = true;
-      return std::nullopt;
+      return ok_status();
     }
     s.hang = false;
     for (auto& g : s.gpus) g = healthy_sim_gpu(g.index);
-    return std::nullopt;
+    return ok_status();
   }
   if (fault == SimFault::hang) {
     s.hang = true;  // a hung library hangs for every GPU
-    return std::nullopt;
+    return ok_status();
   }
   GpuDevice* target = nullptr;
   for (auto& g : s.gpus)
     if (g.index == gpu) target = &g;
   if (!target)
-    return "no GPU " + std::to_string(gpu) + " on this node (it has " + std::to_string(s.gpus.size()) + ")";
+    return Error{"no GPU " + std::to_string(gpu) + " on this node (it has " + std::to_string(s.gpus.size()) + ")"};
   GpuDevice& g = *target;
   switch (fault) {
     case SimFault::ecc: g.ecc_uncorrectable += 2; break;
@@ -69,7 +69,7 @@ std::optional<std::string> apply_sim_fault(GpuSnapshot& s, int gpu, SimFault fau
     case SimFault::clear: g = healthy_sim_gpu(g.index); break;
     case SimFault::hang: break;
   }
-  return std::nullopt;
+  return ok_status();
 }
 
 std::string sim_file_path(std::string_view sim_dir, std::string_view node) {
@@ -78,43 +78,35 @@ std::string sim_file_path(std::string_view sim_dir, std::string_view node) {
   return dir + "/" + std::string(node) + ".json";
 }
 
-std::optional<GpuSnapshot> load_sim_file(const std::string& path, int default_gpus, std::string& error) {
+Result<GpuSnapshot> load_sim_file(const std::string& path, int default_gpus) {
   std::ifstream in(path);
   if (!in) {
     if (errno == ENOENT) return healthy_sim_snapshot(default_gpus);
-    error = path + ": " + std::strerror(errno);
-    return std::nullopt;
+    return Error{path + ": " + std::strerror(errno)};
   }
   std::ostringstream text;
   text << in.rdbuf();
-  std::string parse_error;
-  auto snapshot = gpu_snapshot_from_json(text.str(), parse_error);
-  if (!snapshot) {
-    error = path + ": " + parse_error;
-    return std::nullopt;
-  }
+  auto snapshot = gpu_snapshot_from_json(text.str());
+  if (!snapshot) return Error{path + ": " + snapshot.error()};
   snapshot->backend = "sim";
   return snapshot;
 }
 
-bool save_sim_file(const std::string& path, const GpuSnapshot& snapshot, std::string& error) {
+Status save_sim_file(const std::string& path, const GpuSnapshot& snapshot) {
   std::string dir = path.substr(0, path.find_last_of('/'));
   if (!dir.empty()) mkdir(dir.c_str(), 0755);
   std::string tmp = path + ".tmp." + std::to_string(getpid());
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << to_json(snapshot);
-    if (!out) {
-      error = tmp + ": " + std::strerror(errno);
-      return false;
-    }
+    if (!out) return Error{tmp + ": " + std::strerror(errno)};
   }
   if (rename(tmp.c_str(), path.c_str()) != 0) {
-    error = path + ": " + std::strerror(errno);
+    std::string why = path + ": " + std::strerror(errno);
     unlink(tmp.c_str());
-    return false;
+    return Error{why};
   }
-  return true;
+  return ok_status();
 }
 
 }  // namespace safe

@@ -18,12 +18,12 @@ std::string_view to_string(SimFault fault);
 
 // Applies a fault to one GPU (gpu >= 0) or, for hang and clear with gpu < 0, to the whole node.
 // Returns an error message when the GPU index does not exist.
-std::optional<std::string> apply_sim_fault(GpuSnapshot& snapshot, int gpu, SimFault fault);
+Status apply_sim_fault(GpuSnapshot& snapshot, int gpu, SimFault fault);
 
 std::string sim_file_path(std::string_view sim_dir, std::string_view node);
 // Reads the node's file; a missing file reads as `default_gpus` healthy GPUs.
-std::optional<GpuSnapshot> load_sim_file(const std::string& path, int default_gpus, std::string& error);
+Result<GpuSnapshot> load_sim_file(const std::string& path, int default_gpus);
 // Writes atomically (temporary file, then rename), so a checker never reads half a file.
-bool save_sim_file(const std::string& path, const GpuSnapshot& snapshot, std::string& error);
+Status save_sim_file(const std::string& path, const GpuSnapshot& snapshot);
 
 }  // namespace safe

@@ -151,30 +151,31 @@ SubmissionReview review_submission(const SafeConfig& config, const Submission& s
   return review;
 }
 
-std::optional<std::string> review_update(const SafeConfig& config, const JobUpdate& update, const JobUser& user,
-                                         bool is_admin) {
-  if (is_admin) return std::nullopt;
+Status review_update(const SafeConfig& config, const JobUpdate& update, const JobUser& user, bool is_admin) {
+  if (is_admin) return ok_status();
+  auto refuse = [](std::string message) { return Status(Error{std::move(message), true}); };
   bool quotas = false;
   for (const auto& w : config.workspaces) quotas = quotas || w.gpu_quota > 0;
   if (quotas && update.licenses)
-    return "safe: a job's licenses cannot be changed while workspace GPU quotas are configured (the update "
-           "would replace the safe_ws_* quota license); cancel the job and submit it again";
+    return refuse("safe: a job's licenses cannot be changed while workspace GPU quotas are configured (the update "
+                  "would replace the safe_ws_* quota license); cancel the job and submit it again");
   if (quotas && update.changes_gpu_request)
-    return "safe: a job's GPU request and node or task counts cannot be changed after submission while "
-           "workspace GPU quotas are configured; cancel the job and submit it again";
+    return refuse("safe: a job's GPU request and node or task counts cannot be changed after submission while "
+                  "workspace GPU quotas are configured; cancel the job and submit it again");
   if (update.partition) {
     for (const auto& w : config.workspaces) {
       if (w.partition.empty() || w.partition != *update.partition) continue;
       if (!is_member(w, user))
-        return "safe: partition '" + w.partition + "' belongs to workspace '" + w.name + "', of which user '" +
-               user.name + "' is not a member";
+        return refuse("safe: partition '" + w.partition + "' belongs to workspace '" + w.name + "', of which user '" +
+                      user.name + "' is not a member");
       // The job was charged (or not) for where it was submitted: moving into a quota is a new job.
       if (w.gpu_quota > 0)
-        return "safe: partition '" + w.partition + "' belongs to workspace '" + w.name +
-               "', which has a GPU quota; a job cannot be moved there: cancel it and submit it with -p " + w.partition;
+        return refuse("safe: partition '" + w.partition + "' belongs to workspace '" + w.name +
+                      "', which has a GPU quota; a job cannot be moved there: cancel it and submit it with -p " +
+                      w.partition);
     }
   }
-  return std::nullopt;
+  return ok_status();
 }
 
 }  // namespace safe

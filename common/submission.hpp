@@ -62,10 +62,9 @@ struct JobUpdate {
   bool changes_gpu_request = false;
 };
 
-// nullopt: allowed; otherwise the message for the user. Administrators (root, SlurmUser) may
-// change anything.
-std::optional<std::string> review_update(const SafeConfig& config, const JobUpdate& update, const JobUser& user,
-                                         bool is_admin);
+// Allowed, or refused with the message for the user. Administrators (root, SlurmUser) may change
+// anything.
+Status review_update(const SafeConfig& config, const JobUpdate& update, const JobUser& user, bool is_admin);
 
 // The SPANK environment entries that carry `settings` (one per --safe-* option).
 std::vector<std::string> settings_spank_env(const JobSettings& settings);

@@ -30,11 +30,10 @@ GpuQuery query_gpus(ProcessRunner& runner, const GpuChildArgs& args, std::chrono
     q.detail = "GPU query " + r.describe() + (err.empty() ? "" : ": " + err);
     return q;
   }
-  std::string error;
-  auto snapshot = gpu_snapshot_from_json(r.out, error);
+  auto snapshot = gpu_snapshot_from_json(r.out);
   if (!snapshot) {
     q.outcome = GpuQuery::Outcome::failed;
-    q.detail = "GPU query printed bad JSON: " + error;
+    q.detail = "GPU query printed bad JSON: " + snapshot.error();
     return q;
   }
   q.outcome = snapshot->backend == "none" ? GpuQuery::Outcome::no_backend : GpuQuery::Outcome::ok;
@@ -51,11 +50,10 @@ int gpu_snapshot_child_main(const std::vector<std::string>& args) {
   }
   bool explicit_path = !config_path.empty();
   if (config_path.empty()) config_path = node_config_path(explicit_path);
-  std::string error;
   // The parent resolved the path; a default file that does not exist means all defaults there too.
-  auto config = load_node_config(config_path, false, error);
+  auto config = load_node_config(config_path, false);
   if (!config) {
-    std::cerr << error << "\n";
+    std::cerr << config.error() << "\n";
     return 2;
   }
   NodeFs fs(root);

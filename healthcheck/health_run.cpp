@@ -138,9 +138,10 @@ RunReport run_health_once(const RunOptions& o, ProcessRunner& runner, SlurmNodeC
   bool numa_from_hwloc = !h.numa_reference.empty() && h.backend != GpuBackendKind::sim;
   std::optional<TimedTask<std::optional<NumaMap>>> numa_task;
   if (numa_from_hwloc)
-    numa_task.emplace([] {
-      std::string error;
-      return hwloc_gpu_numa_map(error);
+    numa_task.emplace([]() -> std::optional<NumaMap> {
+      auto map = hwloc_gpu_numa_map();
+      if (!map) return std::nullopt;  // reported as "GPU topology unavailable"
+      return *map;
     });
 
   Results results;
@@ -182,14 +183,11 @@ RunReport run_health_once(const RunOptions& o, ProcessRunner& runner, SlurmNodeC
   if (h.numa_reference.empty()) {
     results.push_back(passed("numa_locality", Severity::critical, false, "not checked"));
   } else {
-    std::string error;
-    std::optional<NumaMap> reference;
+    Result<NumaMap> reference = Error{"cannot read " + h.numa_reference};
     if (std::ifstream in(h.numa_reference); in) {
       std::stringstream text;
       text << in.rdbuf();
-      reference = parse_numa_reference(text.str(), error);
-    } else {
-      error = "cannot read " + h.numa_reference;
+      reference = parse_numa_reference(text.str());
     }
     std::optional<NumaMap> actual;
     if (numa_task) {
@@ -197,7 +195,8 @@ RunReport run_health_once(const RunOptions& o, ProcessRunner& runner, SlurmNodeC
     } else if (query.outcome == GpuQuery::Outcome::ok) {
       actual = numa_map_from_snapshot(query.snapshot);
     }
-    if (!reference) results.push_back(unknown("numa_locality", Severity::critical, false, h.numa_reference + ": " + error));
+    if (!reference)
+      results.push_back(unknown("numa_locality", Severity::critical, false, h.numa_reference + ": " + reference.error()));
     else if (!actual) results.push_back(unknown("numa_locality", Severity::critical, false, "GPU topology unavailable"));
     else results.push_back(compare_numa(*reference, *actual));
   }

@@ -124,7 +124,7 @@ CheckResult check_ib_ports(const NodeFs& fs, int min_rate_gbps) {
   return passed("ib_ports", Severity::critical, false, std::to_string(ports) + " ports ok");
 }
 
-std::optional<NumaMap> parse_numa_reference(const std::string& text, std::string& error) {
+Result<NumaMap> parse_numa_reference(const std::string& text) {
   NumaMap map;
   std::istringstream in(text);
   std::string line;
@@ -137,10 +137,8 @@ std::optional<NumaMap> parse_numa_reference(const std::string& text, std::string
     int node = 0;
     if (!(fields >> bus)) continue;
     std::string extra;
-    if (!(fields >> node) || (fields >> extra)) {
-      error = "line " + std::to_string(number) + ": expects 'BUS_ID NUMA_NODE'";
-      return std::nullopt;
-    }
+    if (!(fields >> node) || (fields >> extra))
+      return Error{"line " + std::to_string(number) + ": expects 'BUS_ID NUMA_NODE'"};
     map[bus] = node;
   }
   return map;

@@ -29,7 +29,7 @@ using NumaMap = std::map<std::string, int>;
 
 // The reference file: "BUS_ID NUMA_NODE" per line, '#' comments (safe-healthcheck --print-numa-map
 // writes one from a known-good node).
-std::optional<NumaMap> parse_numa_reference(const std::string& text, std::string& error);
+Result<NumaMap> parse_numa_reference(const std::string& text);
 std::string format_numa_map(const NumaMap& map);
 CheckResult compare_numa(const NumaMap& reference, const NumaMap& actual);
 // The map a GPU snapshot reports (sim backend, or what the library said).

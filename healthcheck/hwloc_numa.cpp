@@ -6,17 +6,13 @@
 
 namespace safe {
 
-std::optional<NumaMap> hwloc_gpu_numa_map(std::string& error) {
+Result<NumaMap> hwloc_gpu_numa_map() {
   hwloc_topology_t topology;
-  if (hwloc_topology_init(&topology) != 0) {
-    error = "hwloc_topology_init failed";
-    return std::nullopt;
-  }
+  if (hwloc_topology_init(&topology) != 0) return Error{"hwloc_topology_init failed"};
   hwloc_topology_set_io_types_filter(topology, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   if (hwloc_topology_load(topology) != 0) {
-    error = "hwloc_topology_load failed";
     hwloc_topology_destroy(topology);
-    return std::nullopt;
+    return Error{"hwloc_topology_load failed"};
   }
   NumaMap map;
   for (hwloc_obj_t pci = hwloc_get_next_pcidev(topology, nullptr); pci; pci = hwloc_get_next_pcidev(topology, pci)) {

@@ -10,6 +10,6 @@
 
 namespace safe {
 
-std::optional<NumaMap> hwloc_gpu_numa_map(std::string& error);
+Result<NumaMap> hwloc_gpu_numa_map();
 
 }  // namespace safe

@@ -75,12 +75,9 @@ std::vector<KmsgRecord> parse_kmsg(std::string_view text) {
   return records;
 }
 
-bool read_kmsg(const NodeFs& fs, std::vector<KmsgRecord>& records, std::string& error) {
+Result<std::vector<KmsgRecord>> read_kmsg(const NodeFs& fs) {
   int fd = open(fs.path("/dev/kmsg").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    error = fs.path("/dev/kmsg") + ": " + std::strerror(errno);
-    return false;
-  }
+  if (fd < 0) return Error{fs.path("/dev/kmsg") + ": " + std::strerror(errno)};
   std::string text;
   char buf[16384];  // larger than a kmsg record: the device returns one record per read
   for (;;) {
@@ -93,15 +90,14 @@ bool read_kmsg(const NodeFs& fs, std::vector<KmsgRecord>& records, std::string& 
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EPIPE) continue;  // records were overwritten while reading: go on
     if (n < 0 && errno != EAGAIN) {
-      error = fs.path("/dev/kmsg") + ": " + std::strerror(errno);
+      std::string error = fs.path("/dev/kmsg") + ": " + std::strerror(errno);
       close(fd);
-      return false;
+      return Error{error};
     }
     break;  // EAGAIN (device: no more records) or 0 (plain file: end)
   }
   close(fd);
-  records = parse_kmsg(text);
-  return true;
+  return parse_kmsg(text);
 }
 
 double read_uptime_s(const NodeFs& fs) {
@@ -148,15 +144,14 @@ std::vector<CheckResult> evaluate_kmsg(const std::vector<KmsgRecord>& records, s
 }
 
 std::vector<CheckResult> run_kmsg_check(const NodeFs& fs, const HealthThresholds& t) {
-  std::vector<KmsgRecord> records;
-  std::string error;
+  auto records = read_kmsg(fs);
   double uptime = read_uptime_s(fs);
-  if (!read_kmsg(fs, records, error) || uptime < 0) {
-    if (error.empty()) error = "cannot read /proc/uptime";
+  if (!records || uptime < 0) {
+    std::string error = records ? "cannot read /proc/uptime" : records.error();
     return {unknown("kmsg_critical", Severity::critical, true, error),
             unknown("kmsg_warning", Severity::warning, false, error)};
   }
-  return evaluate_kmsg(records, static_cast<std::uint64_t>(uptime * 1e6), t);
+  return evaluate_kmsg(*records, static_cast<std::uint64_t>(uptime * 1e6), t);
 }
 
 }  // namespace safe

@@ -11,6 +11,7 @@
 #include "common/config.hpp"
 #include "common/health_check.hpp"
 #include "common/node_fs.hpp"
+#include "common/result.hpp"
 
 namespace safe {
 
@@ -23,7 +24,7 @@ struct KmsgRecord {
 std::vector<KmsgRecord> parse_kmsg(std::string_view text);
 
 // Reads <root>/dev/kmsg to its end (a device or, in tests, a plain file); false when unreadable.
-bool read_kmsg(const NodeFs& fs, std::vector<KmsgRecord>& records, std::string& error);
+Result<std::vector<KmsgRecord>> read_kmsg(const NodeFs& fs);
 // Seconds since boot from /proc/uptime; -1 when unreadable.
 double read_uptime_s(const NodeFs& fs);
 

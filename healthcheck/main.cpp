@@ -49,17 +49,17 @@ void print(const safe::RunReport& report, bool json) {
 // thread hangs, the periodic runs go on.
 void start_xid_listener() {
   std::thread([] {
-    std::string error;
-    auto api = safe::load_nvml_api(error);
+    auto api = safe::load_nvml_api();
     if (!api) return;
-    auto problem = safe::listen_for_xids(
+    safe::Status listened = safe::listen_for_xids(
         *api,
         [](int gpu, unsigned long long xid) {
           std::cerr << "safe-healthcheck: NVIDIA XID " << xid << " on gpu" << gpu << ": running the checks now\n";
           g_wake = true;
         },
         [] { return g_stop.load(); });
-    if (problem) std::cerr << "safe-healthcheck: XID events unavailable (" << *problem << "); the kernel log check still sees XIDs\n";
+    if (!listened)
+      std::cerr << "safe-healthcheck: XID events unavailable (" << listened.error() << "); the kernel log check still sees XIDs\n";
   }).detach();
 }
 
@@ -117,10 +117,9 @@ int run(int argc, char** argv) {
   safe::adopt_slurmd_environment(safe::NodeFs("/"), slurmd);
   bool explicit_config = vm.count("config") > 0;
   std::string config_path = explicit_config ? vm["config"].as<std::string>() : safe::node_config_path(explicit_config);
-  std::string error;
-  auto config = safe::load_node_config(config_path, explicit_config, error);
+  auto config = safe::load_node_config(config_path, explicit_config);
   if (!config) {
-    std::cerr << "safe-healthcheck: " << error << " (fix the file; safectl config check " << config_path << ")\n";
+    std::cerr << "safe-healthcheck: " << config.error() << " (fix the file; safectl config check " << config_path << ")\n";
     return safe::kExitUsage;
   }
   safe::RunOptions options;
@@ -137,17 +136,17 @@ int run(int argc, char** argv) {
 
   if (vm.count("print-numa-map")) {
     safe::SystemProcessRunner runner;
-    std::optional<safe::NumaMap> map;
+    safe::Result<safe::NumaMap> map = safe::Error{"no GPU backend"};
     if (config->health.backend == safe::GpuBackendKind::sim) {
       safe::GpuQuery q = safe::query_gpus(runner, {options.self_exe, config_path, options.node, options.fs.root()},
                                           std::chrono::seconds(config->health.check_timeout_s));
       if (q.outcome == safe::GpuQuery::Outcome::ok) map = safe::numa_map_from_snapshot(q.snapshot);
-      else error = q.detail;
+      else map = safe::Error{q.detail};
     } else {
-      map = safe::hwloc_gpu_numa_map(error);
+      map = safe::hwloc_gpu_numa_map();
     }
     if (!map) {
-      std::cerr << "safe-healthcheck: cannot read the GPU topology: " << error << "\n";
+      std::cerr << "safe-healthcheck: cannot read the GPU topology: " << map.error() << "\n";
       return 1;
     }
     std::cout << safe::format_numa_map(*map);

@@ -9,14 +9,14 @@
 
 namespace safe {
 
-std::optional<SafeConfig> load_node_config(const std::string& path, bool explicit_path, std::string& error) {
+Result<SafeConfig> load_node_config(const std::string& path, bool explicit_path) {
   struct stat st;
   if (!explicit_path && stat(path.c_str(), &st) != 0) return SafeConfig{};
   ConfigResult r = load_config_file(path);
   if (!r.ok()) {
-    error = r.errors.front().to_string();
+    std::string error = r.errors.front().to_string();
     if (r.errors.size() > 1) error += " (and " + std::to_string(r.errors.size() - 1) + " more; run safectl config check)";
-    return std::nullopt;
+    return Error{error};
   }
   return *r.config;
 }

@@ -7,6 +7,7 @@
 
 #include "common/config.hpp"
 #include "common/node_fs.hpp"
+#include "common/result.hpp"
 
 namespace safe {
 
@@ -26,7 +27,7 @@ int slurmd_pid(const NodeFs& proc_fs, int parent_pid);
 
 // `path` as given (explicit) or from $SAFE_CONFIG / the default. The default file may be absent
 // (all defaults then); an explicit one may not. nullopt and `error` on any config error.
-std::optional<SafeConfig> load_node_config(const std::string& path, bool explicit_path, std::string& error);
+Result<SafeConfig> load_node_config(const std::string& path, bool explicit_path);
 
 // Node name: --node, then $SLURMD_NODENAME, then health.node_name, then the host name
 // (its first label).

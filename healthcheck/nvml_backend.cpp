@@ -32,13 +32,11 @@ std::string normalize_bus_id(const char* raw) {
 
 }  // namespace
 
-std::optional<NvmlApi> load_nvml_api(std::string& error) {
+Result<NvmlApi> load_nvml_api() {
   void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    error = std::string("cannot load libnvidia-ml.so.1: ") + dlerror();
-    return std::nullopt;
-  }
+  if (!lib) return Error{std::string("cannot load libnvidia-ml.so.1: ") + dlerror()};
   NvmlApi a;
+  std::string error;
   bool ok = bind(lib, "nvmlInit_v2", a.init, error) && bind(lib, "nvmlShutdown", a.shutdown, error) &&
             bind(lib, "nvmlErrorString", a.error_string, error) &&
             bind(lib, "nvmlDeviceGetCount_v2", a.device_count, error) &&
@@ -60,7 +58,7 @@ std::optional<NvmlApi> load_nvml_api(std::string& error) {
             bind(lib, "nvmlEventSetCreate", a.event_set_create, error, false) &&
             bind(lib, "nvmlDeviceRegisterEvents", a.register_events, error, false) &&
             bind(lib, "nvmlEventSetWait_v2", a.event_set_wait, error, false);
-  if (!ok) return std::nullopt;
+  if (!ok) return Error{error};
   return a;
 }
 
@@ -158,14 +156,14 @@ GpuSnapshot collect_nvml(const NvmlApi& api, const NodeFs& fs) {
   return s;
 }
 
-std::optional<std::string> listen_for_xids(const NvmlApi& api, const std::function<void(int, unsigned long long)>& on_xid,
-                                           const std::function<bool()>& should_stop) {
-  if (!api.event_set_create || !api.register_events || !api.event_set_wait) return "NVML events not available";
-  if (nvml::Return r = api.init(); r != nvml::kSuccess) return "nvmlInit failed: " + describe(api, r);
+Status listen_for_xids(const NvmlApi& api, const std::function<void(int, unsigned long long)>& on_xid,
+                       const std::function<bool()>& should_stop) {
+  if (!api.event_set_create || !api.register_events || !api.event_set_wait) return Error{"NVML events not available"};
+  if (nvml::Return r = api.init(); r != nvml::kSuccess) return Error{"nvmlInit failed: " + describe(api, r)};
   nvml::EventSet set = nullptr;
   if (nvml::Return r = api.event_set_create(&set); r != nvml::kSuccess) {
     api.shutdown();
-    return "nvmlEventSetCreate failed: " + describe(api, r);
+    return Error{"nvmlEventSetCreate failed: " + describe(api, r)};
   }
   unsigned count = 0;
   api.device_count(&count);
@@ -188,17 +186,16 @@ std::optional<std::string> listen_for_xids(const NvmlApi& api, const std::functi
     on_xid(index, data.event_data);
   }
   api.shutdown();
-  return std::nullopt;
+  return ok_status();
 }
 
 GpuSnapshot NvmlBackend::collect() {
-  std::string error;
-  auto api = load_nvml_api(error);
+  auto api = load_nvml_api();
   if (!api) {
     GpuSnapshot s;
     s.backend = "nvml";
     s.ok = false;
-    s.error = error;
+    s.error = api.error();
     s.pci_gpu_count = count_pci_gpus(fs_);
     return s;
   }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "common/result.hpp"
 #include "healthcheck/gpu_backend.hpp"
 
 namespace safe {
@@ -80,14 +81,14 @@ struct NvmlApi {
   nvml::Return (*event_set_wait)(nvml::EventSet, nvml::EventData*, unsigned) = nullptr;         // _v2, optional
 };
 
-std::optional<NvmlApi> load_nvml_api(std::string& error);
+Result<NvmlApi> load_nvml_api();
 
 GpuSnapshot collect_nvml(const NvmlApi& api, const NodeFs& fs);
 
 // The --watch agent's XID listener: waits for NVML XID events and calls on_xid(gpu_index, xid)
 // until should_stop() returns true. Returns an error when events are unavailable.
-std::optional<std::string> listen_for_xids(const NvmlApi& api, const std::function<void(int, unsigned long long)>& on_xid,
-                                           const std::function<bool()>& should_stop);
+Status listen_for_xids(const NvmlApi& api, const std::function<void(int, unsigned long long)>& on_xid,
+                       const std::function<bool()>& should_stop);
 
 class NvmlBackend : public GpuBackend {
  public:

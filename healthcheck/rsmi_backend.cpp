@@ -25,14 +25,12 @@ std::string bdf_to_bus_id(uint64_t bdf) {
 
 }  // namespace
 
-std::optional<RsmiApi> load_rsmi_api(std::string& error) {
+Result<RsmiApi> load_rsmi_api() {
   void* lib = dlopen("librocm_smi64.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) lib = dlopen("librocm_smi64.so", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    error = std::string("cannot load librocm_smi64: ") + dlerror();
-    return std::nullopt;
-  }
+  if (!lib) return Error{std::string("cannot load librocm_smi64: ") + dlerror()};
   RsmiApi api;
+  std::string error;
   bool ok = bind(lib, "rsmi_init", api.init, error) && bind(lib, "rsmi_shut_down", api.shut_down, error) &&
             bind(lib, "rsmi_num_monitor_devices", api.num_monitor_devices, error) &&
             bind(lib, "rsmi_dev_pci_id_get", api.dev_pci_id_get, error) &&
@@ -46,7 +44,7 @@ std::optional<RsmiApi> load_rsmi_api(std::string& error) {
             bind(lib, "rsmi_topo_numa_affinity_get", api.topo_numa_affinity_get, error) &&
             bind(lib, "rsmi_compute_process_info_get", api.compute_process_info_get, error) &&
             bind(lib, "rsmi_compute_process_gpus_get", api.compute_process_gpus_get, error);
-  if (!ok) return std::nullopt;  // the handle stays open: this is a short-lived child process
+  if (!ok) return Error{error};  // the handle stays open: this is a short-lived child process
   return api;
 }
 
@@ -138,13 +136,12 @@ GpuSnapshot collect_rsmi(const RsmiApi& api, const NodeFs& fs) {
 }
 
 GpuSnapshot RsmiBackend::collect() {
-  std::string error;
-  auto api = load_rsmi_api(error);
+  auto api = load_rsmi_api();
   if (!api) {
     GpuSnapshot s;
     s.backend = "rsmi";
     s.ok = false;
-    s.error = error;
+    s.error = api.error();
     s.pci_gpu_count = count_pci_gpus(fs_);
     return s;
   }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "common/result.hpp"
 #include "healthcheck/gpu_backend.hpp"
 
 namespace safe {
@@ -31,7 +32,7 @@ struct RsmiApi {
 };
 
 // dlopen("librocm_smi64.so.1"); nullopt (and `error`) when the library or a function is missing.
-std::optional<RsmiApi> load_rsmi_api(std::string& error);
+Result<RsmiApi> load_rsmi_api();
 
 // The whole collection against a function table: the real library or a test fake. PCIe link
 // state comes from sysfs (the library reports bandwidth, not the negotiated link).

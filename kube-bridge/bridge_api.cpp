@@ -1,15 +1,9 @@
 #include "kube-bridge/bridge_api.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <charconv>
-#include <ctime>
 
 #include "common/admission.hpp"
-#include "common/job_metadata.hpp"
 #include "common/json_value.hpp"
 #include "kube-bridge/slurm_workload.hpp"
 #include "kube-bridge/workload_spec.hpp"
@@ -17,19 +11,7 @@
 namespace safe::bridge {
 namespace {
 
-constexpr std::size_t kDefaultLogBytes = 1 << 20;
-constexpr std::size_t kMaxLogBytes = 16 << 20;
-
 ApiResponse json_response(int status, const json_t* body) { return {status, json_text(body), "application/json", {}, ""}; }
-
-json_t* time_json(std::time_t t) {
-  if (t <= 0) return json_null();
-  char buf[32];
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return json_string(buf);
-}
 
 std::vector<std::string> split_path(const std::string& path) {
   std::vector<std::string> parts;
@@ -70,11 +52,22 @@ std::optional<long long> query_int(const std::string& text, long long lo, long l
   return v;
 }
 
-bool visible_to(const SlurmJob& job, const Principal& who) { return who.admin || job.user_id == who.user.uid; }
-
-long long meta_submitted(const SlurmJob& job) {
-  auto meta = parse_job_metadata(job.admin_comment);
-  return meta ? meta->submitted : 0;
+// The segments `pattern` ("workloads/{}/stop") captures from `parts`; nullopt when it does not match.
+std::optional<std::vector<std::string>> match(std::string_view pattern, const std::vector<std::string>& parts,
+                                              std::size_t first) {
+  std::vector<std::string> captures;
+  std::size_t i = first;
+  while (!pattern.empty()) {
+    std::size_t slash = pattern.find('/');
+    std::string_view segment = pattern.substr(0, slash);
+    pattern = slash == std::string_view::npos ? std::string_view() : pattern.substr(slash + 1);
+    if (i >= parts.size()) return std::nullopt;
+    if (segment == "{}") captures.push_back(parts[i]);
+    else if (segment != parts[i]) return std::nullopt;
+    ++i;
+  }
+  if (i != parts.size()) return std::nullopt;
+  return captures;
 }
 
 }  // namespace
@@ -85,95 +78,36 @@ ApiResponse error_response(int status, const std::string& message) {
   return json_response(status, body.get());
 }
 
-namespace {
+BridgeApi::BridgeApi(BridgeSettings settings, Authenticator& auth, UserDirectory& users, SlurmCache& slurm,
+                     BridgeMetrics& metrics, UserWorkDirs& work_dirs, SlurmTarget::OutputReader read_output)
+    : settings_(std::move(settings)), auth_(auth), users_(users), slurm_(slurm), metrics_(metrics),
+      work_dirs_(work_dirs), slurm_target_(slurm, users, std::move(read_output)) {}
 
-json_t* workload_json(const SlurmJob& job, const BridgeRecord& record, const std::string& user) {
-  json_t* w = json_object();
-  json_set(w, "id", json_str(slurm_workload_id(job.id)));
-  json_set(w, "name", json_str(job.name));
-  json_set(w, "target", json_string("slurm"));
-  json_set(w, "user", json_str(user));
-  auto meta = parse_job_metadata(job.admin_comment);
-  json_set(w, "workspace", meta && !meta->settings.workspace.empty() ? json_str(meta->settings.workspace) : json_null());
-  json_set(w, "phase", json_str(to_string(workload_phase(job))));
-  json_set(w, "slurmState", json_str(shown_state(job)));
-  json_set(w, "reason", json_str(job.reason));
-  json_set(w, "attempt", json_integer(job.restart_count + 1));
-  json_set(w, "maxRetries", meta ? json_integer(meta->settings.retries) : json_null());
-  json_set(w, "health", meta ? json_str(to_string(meta->settings.health)) : json_null());
-  json_set(w, "checkpointDir", meta && !meta->settings.ckpt_dir.empty() ? json_str(meta->settings.ckpt_dir) : json_null());
-  json_set(w, "nodes", json_str(job.nodes));
-  json_set(w, "nodeCount", json_integer(job.num_nodes));
-  json_set(w, "excludedNodes", json_str(job.exc_nodes));
-  json_set(w, "exitCode", has_ended(job) ? json_integer(shell_exit_status(job.exit_code)) : json_null());
-  json_set(w, "submitTime", time_json(job.submit_time));
-  json_set(w, "startTime", waiting_to_start(job) ? json_null() : time_json(job.start_time));
-  json_set(w, "endTime", has_ended(job) ? time_json(job.end_time) : json_null());
-  json_t* labels = json_object();
-  for (const auto& [k, v] : record.labels) json_set(labels, k.c_str(), json_str(v));
-  json_set(w, "labels", labels);
-  return w;
+void BridgeApi::set_kube_target(KubeTarget* kube) {
+  kube_ = kube;
+  kube_target_ = kube ? std::make_unique<KubeWorkloadTarget>(*kube) : nullptr;
 }
 
-json_t* event(const char* type, std::time_t at, int attempt, const std::string& message) {
-  json_t* e = json_object();
-  json_set(e, "type", json_string(type));
-  json_set(e, "time", time_json(at));
-  json_set(e, "attempt", json_integer(attempt));
-  json_set(e, "message", json_str(message));
-  return e;
+// The API under /api/v1. The order matters only for the Allow header of a 405.
+const std::vector<BridgeApi::Route>& BridgeApi::routes() {
+  static const std::vector<Route> table = {
+      {"GET", "workloads", &BridgeApi::list_workloads},
+      {"POST", "workloads", &BridgeApi::create_workload},
+      {"GET", "workloads/{}", &BridgeApi::get_workload},
+      {"DELETE", "workloads/{}", &BridgeApi::delete_workload},
+      {"POST", "workloads/{}/stop", &BridgeApi::stop_workload},
+      {"GET", "workloads/{}/logs", &BridgeApi::workload_logs},
+      {"GET", "workloads/{}/events", &BridgeApi::workload_events},
+      {"GET", "workspaces", &BridgeApi::list_workspaces},
+      {"GET", "workspaces/{}", &BridgeApi::get_workspace},
+      {"GET", "nodes", &BridgeApi::list_nodes},
+  };
+  return table;
 }
-
-// A workload's history as Slurm alone knows it; safed's classifications join it when the
-// controller is deployed (see docs/rest-api.md).
-json_t* slurm_events(const SlurmJob& job) {
-  json_t* events = json_array();
-  int attempt = job.restart_count + 1;
-  json_array_append_new(events, event("Submitted", job.submit_time, 1, "submitted to Slurm as job " + std::to_string(job.id)));
-  auto meta = parse_job_metadata(job.admin_comment);
-  if (job.restart_count > 0) {
-    std::string why = meta && !meta->last_failure.empty() ? ": " + meta->last_failure : "";
-    json_array_append_new(events, event("Requeued", 0, attempt,
-                                        "requeued " + std::to_string(job.restart_count) + " time(s)" + why));
-  }
-  if (!waiting_to_start(job) && job.start_time > 0)
-    json_array_append_new(events, event("Started", job.start_time, attempt, "running on " + job.nodes));
-  if (has_ended(job)) {
-    std::string msg = std::string(shown_state(job)) + ", exit code " + std::to_string(shell_exit_status(job.exit_code));
-    if (!job.reason.empty()) msg += " (" + job.reason + ")";
-    json_array_append_new(events, event(std::string(to_string(workload_phase(job))).c_str(), job.end_time, attempt, msg));
-  }
-  return events;
-}
-
-json_t* kube_workload_json(const KubeWorkload& w) {
-  json_t* j = json_object();
-  json_set(j, "id", json_str("kube-" + w.spec.name));
-  json_set(j, "name", json_str(w.spec.name));
-  json_set(j, "target", json_string("kubernetes"));
-  json_set(j, "user", json_str(w.user));
-  json_set(j, "workspace", w.settings.workspace.empty() ? json_null() : json_str(w.settings.workspace));
-  json_set(j, "phase", json_str(to_string(w.phase)));
-  json_set(j, "attempt", json_integer(w.attempt));
-  json_set(j, "maxRetries", json_integer(w.settings.retries));
-  json_set(j, "health", json_str(to_string(w.settings.health)));
-  json_set(j, "checkpointDir", w.settings.ckpt_dir.empty() ? json_null() : json_str(w.settings.ckpt_dir));
-  json_set(j, "nodes", json_str(w.nodes));
-  json_set(j, "nodeCount", json_integer(w.spec.nodes));
-  std::string avoid;
-  for (const auto& n : w.avoid_nodes) avoid += (avoid.empty() ? "" : ",") + n;
-  json_set(j, "excludedNodes", json_str(avoid));
-  json_set(j, "submitTime", time_json(w.submit_time));
-  json_t* labels = json_object();
-  for (const auto& [k, v] : w.spec.labels) json_set(labels, k.c_str(), json_str(v));
-  json_set(j, "labels", labels);
-  return j;
-}
-
-}  // namespace
 
 ApiResponse BridgeApi::handle(const ApiRequest& request) {
   std::vector<std::string> parts = split_path(request.path);
+  // Open to everyone: health, metrics, the API's description.
   if (parts.size() == 1 && (parts[0] == "healthz" || parts[0] == "metrics" || parts[0] == "openapi.json")) {
     if (request.method != "GET" && request.method != "HEAD") return method_not_allowed("GET");
     if (parts[0] == "healthz") return {200, "{\"status\":\"ok\"}", "application/json", {}, "-"};
@@ -193,51 +127,31 @@ ApiResponse BridgeApi::handle(const ApiRequest& request) {
     r.user = "-";
     return r;
   }
-  ApiResponse r = route(request, *auth.principal, std::vector<std::string>(parts.begin() + 2, parts.end()));
+  std::string allow;  // the methods of the routes whose pattern matches
+  ApiResponse r = error_response(404, "no such resource; see /openapi.json");
+  bool routed = false;
+  for (const Route& route : routes()) {
+    auto captures = match(route.pattern, parts, 2);
+    if (!captures) continue;
+    if (route.method != request.method) {
+      allow += (allow.empty() ? "" : ", ") + std::string(route.method);
+      continue;
+    }
+    r = (this->*route.handler)(request, *auth.principal, *captures);
+    routed = true;
+    break;
+  }
+  if (!routed && !allow.empty()) r = method_not_allowed(allow);
   r.user = auth.principal->user.name;
   return r;
 }
 
-ApiResponse BridgeApi::route(const ApiRequest& req, const Principal& who, const std::vector<std::string>& p) {
-  const std::string& m = req.method;
-  if (p.empty()) return error_response(404, "no such resource; see /openapi.json");
-  if (p[0] == "workloads") {
-    if (p.size() == 1) {
-      if (m == "POST") return create_workload(req, who);
-      if (m == "GET") return list_workloads(req, who);
-      return method_not_allowed("GET, POST");
-    }
-    if (p.size() == 2) {
-      if (m == "GET") return workload_action(req, who, p[1], "get");
-      if (m == "DELETE") return workload_action(req, who, p[1], "delete");
-      return method_not_allowed("GET, DELETE");
-    }
-    if (p.size() == 3 && p[2] == "stop") {
-      if (m != "POST") return method_not_allowed("POST");
-      return workload_action(req, who, p[1], "stop");
-    }
-    if (p.size() == 3 && (p[2] == "logs" || p[2] == "events")) {
-      if (m != "GET") return method_not_allowed("GET");
-      return workload_action(req, who, p[1], p[2]);
-    }
-  }
-  if (p[0] == "workspaces" && p.size() <= 2) {
-    if (m != "GET") return method_not_allowed("GET");
-    return list_workspaces(who, p.size() == 2 ? p[1] : "");
-  }
-  if (p[0] == "nodes" && p.size() == 1) {
-    if (m != "GET") return method_not_allowed("GET");
-    return list_nodes();
-  }
-  return error_response(404, "no such resource; see /openapi.json");
-}
-
-ApiResponse BridgeApi::create_workload(const ApiRequest& req, const Principal& who) {
+ApiResponse BridgeApi::create_workload(const ApiRequest& req, const Principal& who, const Captures&) {
   SpecParse parsed = parse_workload_spec(req.body);
   if (parsed.malformed) return field_errors(400, "the request body is not valid JSON", parsed.errors);
   if (!parsed.spec) return field_errors(422, "invalid workload spec", parsed.errors);
   const WorkloadSpec& spec = *parsed.spec;
-  if (spec.target == WorkloadTarget::kubernetes && !kube_)
+  if (spec.target == TargetKind::kubernetes && !kube_)
     return field_errors(422, "invalid workload spec",
                         {{"target", "the kubernetes target is not configured on this bridge (kube_bridge.kubernetes); use target slurm"}});
 
@@ -248,7 +162,7 @@ ApiResponse BridgeApi::create_workload(const ApiRequest& req, const Principal& w
   admission.gpus = static_cast<long long>(spec.nodes) * spec.gpus_per_node;
   AdmissionDecision decision = admit_job(settings_.config, admission, JobUser{who.user.name, who.user.groups});
 
-  if (spec.target == WorkloadTarget::kubernetes) {
+  if (spec.target == TargetKind::kubernetes) {
     // No slurmctld decides here: the policy the job_submit plugin applies on Slurm applies here.
     if (!decision.accepted) return error_response(403, decision.message);
     if (auto problem = kube_->create(spec, decision.settings, who.user.name, who.user.uid, who.user.gid))
@@ -290,18 +204,19 @@ ApiResponse BridgeApi::create_workload(const ApiRequest& req, const Principal& w
   return r;
 }
 
-ApiResponse BridgeApi::list_workloads(const ApiRequest& req, const Principal& who) {
+
+ApiResponse BridgeApi::list_workloads(const ApiRequest& req, const Principal& who, const Captures&) {
   std::string workspace, target;
   std::optional<WorkloadPhase> state;
   long long limit = 100, offset = 0;
   std::vector<FieldError> errors;
   for (const auto& [k, v] : req.query) {
-    if (k == "workspace") workspace = v;
-    else if (k == "state") {
+    if (k == "workspace") {
+      workspace = v;
+    } else if (k == "state") {
       state = parse_workload_phase(v);
       if (!state) errors.push_back({"query.state", "expects Pending, Running, Stopped, Succeeded or Failed"});
-    }
-    else if (k == "target") {
+    } else if (k == "target") {
       target = v;
       if (v != "slurm" && v != "kubernetes") errors.push_back({"query.target", "expects slurm or kubernetes"});
     } else if (k == "limit") {
@@ -317,33 +232,27 @@ ApiResponse BridgeApi::list_workloads(const ApiRequest& req, const Principal& wh
     }
   }
   if (!errors.empty()) return field_errors(422, "invalid query", errors);
-  auto jobs = slurm_.jobs();
-  if (!jobs)
-    return error_response(503, "safe: cannot read jobs from Slurm: " + jobs.error() + "; retry shortly");
-  auto index = workload_index(*jobs);
-
-  std::vector<const IndexedWorkload*> selected;
-  std::vector<IndexedWorkload> kube_items;  // rendered per request: few, and they change often
-  if (kube_ && target != "slurm") {
-    for (const auto& w : kube_->list()) {
-      if (!(who.admin || w.uid == who.user.uid)) continue;
-      if (state && w.phase != *state) continue;
-      if (!workspace.empty() && w.settings.workspace != workspace) continue;
-      Json view = json_take(kube_workload_json(w));
-      kube_items.push_back({0, w.uid, w.phase, w.settings.workspace, json_text(view.get())});
-    }
+  // Slurm's workloads first, then Kubernetes': each list is shared, only pointers are collected.
+  std::vector<WorkloadList> lists;
+  if (target != "kubernetes") {
+    auto listed = slurm_target_.list();
+    if (!listed) return error_response(503, listed.error());
+    lists.push_back(*listed);
   }
-  {
-    std::lock_guard lock(deleted_mutex_);
-    for (const auto& w : index->workloads) {
-      if (!(who.admin || w.uid == who.user.uid) || deleted_.count(w.job_id)) continue;
-      if (target == "kubernetes") continue;
+  if (kube_target_ && target != "slurm") {
+    auto listed = kube_target_->list();
+    if (!listed) return error_response(503, listed.error());
+    lists.push_back(*listed);
+  }
+  std::vector<const ListedWorkload*> selected;
+  for (const auto& list : lists) {
+    for (const auto& w : *list) {
+      if (!(who.admin || w.uid == who.user.uid)) continue;
       if (state && w.phase != *state) continue;
       if (!workspace.empty() && w.workspace != workspace) continue;
       selected.push_back(&w);
     }
   }
-  for (const auto& k : kube_items) selected.push_back(&k);
   std::string body = "{\"items\":[";
   std::size_t end = std::min(selected.size(), static_cast<std::size_t>(offset + limit));
   for (std::size_t i = static_cast<std::size_t>(offset); i < end; ++i) {
@@ -356,128 +265,94 @@ ApiResponse BridgeApi::list_workloads(const ApiRequest& req, const Principal& wh
   return {200, std::move(body), "application/json", {}, ""};
 }
 
-std::shared_ptr<const BridgeApi::WorkloadIndex> BridgeApi::workload_index(const JobSnapshot& snapshot) {
-  {
-    std::lock_guard lock(index_mutex_);
-    if (index_ && index_->snapshot == snapshot) return index_;
-  }
-  auto index = std::make_shared<WorkloadIndex>();
-  index->snapshot = snapshot;
-  {
-    // A deleted workload Slurm no longer knows needs hiding no more.
-    std::set<std::uint32_t> present;
-    for (const auto& job : *snapshot) present.insert(job.id);
-    std::lock_guard lock(deleted_mutex_);
-    for (auto it = deleted_.begin(); it != deleted_.end();) it = present.count(*it) ? std::next(it) : deleted_.erase(it);
-  }
-  for (const auto& job : *snapshot) {
-    auto record = parse_bridge_comment(job.comment);
-    if (!record) continue;
-    auto user = users_.by_uid(job.user_id);
-    auto meta = parse_job_metadata(job.admin_comment);
-    Json view = json_take(workload_json(job, *record, user ? user->name : std::to_string(job.user_id)));
-    index->workloads.push_back({job.id, job.user_id, workload_phase(job), meta ? meta->settings.workspace : "",
-                                json_text(view.get())});
-  }
-  std::lock_guard lock(index_mutex_);
-  index_ = index;
-  return index;
+std::variant<BridgeApi::Found, ApiResponse> BridgeApi::find_workload(const std::string& id, const Principal& who) {
+  // The same answer for a malformed id, another user's workload and a missing one.
+  ApiResponse not_found =
+      error_response(404, "no workload '" + id.substr(0, 64) + "' visible to you; list yours with GET /api/v1/workloads");
+  WorkloadTarget* target = nullptr;
+  if (slurm_target_.owns(id)) target = &slurm_target_;
+  else if (kube_target_ && kube_target_->owns(id)) target = kube_target_.get();
+  if (!target) return not_found;
+  auto found = target->find(id);
+  if (!found) return error_response(503, found.error());
+  if (!*found || !(who.admin || (*found)->uid == who.user.uid)) return not_found;
+  return Found{target, std::move(**found)};
 }
 
-ApiResponse BridgeApi::workload_action(const ApiRequest& req, const Principal& who, const std::string& id,
-                                       const std::string& action) {
-  // The same answer for a malformed id, another user's workload and a missing one.
-  ApiResponse not_found = error_response(404, "no workload '" + id.substr(0, 64) + "' visible to you; list yours with GET /api/v1/workloads");
-  if (kube_ && id.starts_with("kube-")) return kube_workload_action(req, who, id.substr(5), action);
-  auto job_id = parse_slurm_workload_id(id);
-  if (!job_id) return not_found;
-  {
-    std::lock_guard lock(deleted_mutex_);
-    if (deleted_.count(*job_id)) return not_found;
-  }
-  auto jobs = slurm_.jobs();
-  if (!jobs)
-    return error_response(503, "safe: cannot read jobs from Slurm: " + jobs.error() + "; retry shortly");
-  const SlurmJob* job = nullptr;
-  for (const auto& j : **jobs)
-    if (j.id == *job_id) job = &j;
-  if (!job || !visible_to(*job, who)) return not_found;
-  auto record = parse_bridge_comment(job->comment);
-  if (!record) return not_found;
-  auto user = users_.by_uid(job->user_id);
-  std::string user_name = user ? user->name : std::to_string(job->user_id);
+ApiResponse BridgeApi::get_workload(const ApiRequest&, const Principal& who, const Captures& id) {
+  auto found = find_workload(id[0], who);
+  if (auto* answer = std::get_if<ApiResponse>(&found)) return *answer;
+  return {200, std::get<Found>(found).workload.json, "application/json", {}, ""};
+}
 
-  if (action == "get") {
-    Json w = json_take(workload_json(*job, *record, user_name));
-    return json_response(200, w.get());
-  }
-  if (action == "events") {
-    Json body = json_take(json_object());
-    json_set(body.get(), "id", json_str(id));
-    json_t* items = slurm_events(*job);
-    bool from_safed = false;
-    if (history_)
-      if (auto doc = history_->job_history(job->id, meta_submitted(*job))) from_safed = append_controller_events(*doc, items);
-    json_set(body.get(), "items", items);
-    json_set(body.get(), "sources", json_string(from_safed ? "slurm,safed" : "slurm"));
-    return json_response(200, body.get());
-  }
-  if (action == "stop" || action == "delete") {
-    if (!has_ended(*job)) {
-      if (Status cancelled = slurm_.cancel(job->id); !cancelled)
-        return error_response(502, "safe: Slurm did not cancel job " + std::to_string(job->id) + ": " + cancelled.error());
-    }
-    if (action == "delete") {
-      std::lock_guard lock(deleted_mutex_);
-      deleted_.insert(job->id);
-    }
-    Json body = json_take(json_object());
-    json_set(body.get(), "id", json_str(id));
-    json_set(body.get(), "phase", json_str(has_ended(*job) ? to_string(workload_phase(*job)) : "Stopping"));
-    if (action == "delete") json_set(body.get(), "deleted", json_true());
-    return json_response(action == "delete" ? 200 : 202, body.get());
-  }
-  // logs
-  std::size_t tail = kDefaultLogBytes;
+ApiResponse BridgeApi::workload_events(const ApiRequest&, const Principal& who, const Captures& id) {
+  auto found = find_workload(id[0], who);
+  if (auto* answer = std::get_if<ApiResponse>(&found)) return *answer;
+  Found& f = std::get<Found>(found);
+  auto events = f.target->events(f.workload);
+  if (!events) return error_response(503, events.error());
+  Json body = json_take(json_object());
+  json_set(body.get(), "id", json_str(f.workload.id));
+  json_set(body.get(), "items", events->items.release());
+  if (!events->sources.empty()) json_set(body.get(), "sources", json_str(events->sources));
+  return json_response(200, body.get());
+}
+
+ApiResponse BridgeApi::stop_workload(const ApiRequest&, const Principal& who, const Captures& id) {
+  return stop_or_delete(who, id[0], false);
+}
+
+ApiResponse BridgeApi::delete_workload(const ApiRequest&, const Principal& who, const Captures& id) {
+  return stop_or_delete(who, id[0], true);
+}
+
+ApiResponse BridgeApi::stop_or_delete(const Principal& who, const std::string& id, bool remove) {
+  auto found = find_workload(id, who);
+  if (auto* answer = std::get_if<ApiResponse>(&found)) return *answer;
+  Found& f = std::get<Found>(found);
+  auto phase = f.target->stop(f.workload, remove);
+  if (!phase) return error_response(502, phase.error());
+  Json body = json_take(json_object());
+  json_set(body.get(), "id", json_str(f.workload.id));
+  json_set(body.get(), "phase", json_str(*phase));
+  if (remove) json_set(body.get(), "deleted", json_true());
+  return json_response(remove ? 200 : 202, body.get());
+}
+
+ApiResponse BridgeApi::workload_logs(const ApiRequest& req, const Principal& who, const Captures& id) {
+  LogRequest request;
   for (const auto& [k, v] : req.query) {
     if (k == "attempt") {
       auto n = query_int(v, 1, 1000);
       if (!n) return field_errors(422, "invalid query", {{"query.attempt", "expects an integer 1..1000"}});
-      if (*n > job->restart_count + 1)
-        return error_response(404, "attempt " + v + " has not run; the workload is at attempt " + std::to_string(job->restart_count + 1));
+      request.attempt = static_cast<int>(*n);
     } else if (k == "tailBytes") {
       auto n = query_int(v, 1, kMaxLogBytes);
       if (!n) return field_errors(422, "invalid query", {{"query.tailBytes", "expects an integer 1..16777216"}});
-      tail = static_cast<std::size_t>(*n);
+      request.tail_bytes = static_cast<std::size_t>(*n);
     } else {
       return field_errors(422, "invalid query", {{"query." + k.substr(0, 80), "unknown parameter; expected attempt or tailBytes"}});
     }
   }
-  std::string path = expand_output_path(*job, user_name);
-  // The file is written by the job as its user; the bridge reads it as root. Refuse links and
-  // files that the job's user does not own, so a workload cannot make the bridge read others'.
-  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    if (waiting_to_start(*job)) return error_response(404, "no output yet: the workload has not started");
-    return error_response(404, "safe: the workload's output file is not readable here (" + path + ")");
-  }
-  struct stat st{};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != job->user_id) {
-    ::close(fd);
-    return error_response(404, "safe: the workload's output file is not a regular file owned by its user; not shown");
-  }
-  off_t start = st.st_size > static_cast<off_t>(tail) ? st.st_size - static_cast<off_t>(tail) : 0;
-  std::string data(static_cast<std::size_t>(st.st_size - start), '\0');
-  ssize_t got = pread(fd, data.data(), data.size(), start);
-  ::close(fd);
-  data.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
-  ApiResponse r{200, std::move(data), "text/plain; charset=utf-8", {}, ""};
-  // Slurm requeues append to one file (--open-mode=append): every attempt's output is in it.
-  r.headers.emplace_back("X-Safe-Log-Attempts", std::to_string(job->restart_count + 1));
+  auto found = find_workload(id[0], who);
+  if (auto* answer = std::get_if<ApiResponse>(&found)) return *answer;
+  Found& f = std::get<Found>(found);
+  auto log = f.target->logs(f.workload, request);
+  if (!log) return error_response(404, log.error());
+  ApiResponse r{200, std::move(log->text), "text/plain; charset=utf-8", {}, ""};
+  r.headers.emplace_back("X-Safe-Log-Attempts", std::to_string(log->attempts));
   return r;
 }
 
-ApiResponse BridgeApi::list_workspaces(const Principal& who, const std::string& only) {
+ApiResponse BridgeApi::list_workspaces(const ApiRequest&, const Principal& who, const Captures&) {
+  return workspaces(who, "");
+}
+
+ApiResponse BridgeApi::get_workspace(const ApiRequest&, const Principal& who, const Captures& name) {
+  return workspaces(who, name[0]);
+}
+
+ApiResponse BridgeApi::workspaces(const Principal& who, const std::string& only) {
   auto licenses = slurm_.licenses();
   Json items = json_take(json_array());
   for (const auto& w : settings_.config.workspaces) {
@@ -517,7 +392,7 @@ ApiResponse BridgeApi::list_workspaces(const Principal& who, const std::string& 
   return json_response(200, body.get());
 }
 
-ApiResponse BridgeApi::list_nodes() {
+ApiResponse BridgeApi::list_nodes(const ApiRequest&, const Principal&, const Captures&) {
   auto nodes = slurm_.nodes();
   if (!nodes) return error_response(503, "safe: cannot read nodes from Slurm: " + nodes.error() + "; retry shortly");
   Json body = json_take(json_object());
@@ -555,43 +430,6 @@ ApiResponse BridgeApi::list_nodes() {
   }
   json_set(body.get(), "items", items.release());
   return json_response(200, body.get());
-}
-
-ApiResponse BridgeApi::kube_workload_action(const ApiRequest& req, const Principal& who, const std::string& name,
-                                            const std::string& action) {
-  auto w = kube_->get(name);
-  if (!w || !(who.admin || w->uid == who.user.uid))
-    return error_response(404, "no workload 'kube-" + name.substr(0, 64) + "' visible to you; list yours with GET /api/v1/workloads");
-  if (action == "get") {
-    Json view = json_take(kube_workload_json(*w));
-    return json_response(200, view.get());
-  }
-  if (action == "events") {
-    Json body = json_take(json_object());
-    json_set(body.get(), "id", json_str("kube-" + name));
-    json_t* items = json_array();
-    for (const auto& e : w->events) json_array_append_new(items, event(e.type.c_str(), e.time, e.attempt, e.message));
-    json_set(body.get(), "items", items);
-    return json_response(200, body.get());
-  }
-  if (action == "stop" || action == "delete") {
-    if (Status stopped = kube_->stop(name, action == "delete"); !stopped)
-      return error_response(502, "safe: " + stopped.error());
-    Json body = json_take(json_object());
-    json_set(body.get(), "id", json_str("kube-" + name));
-    json_set(body.get(), "phase", json_string(action == "delete" ? "Deleted" : "Stopped"));
-    return json_response(action == "delete" ? 200 : 202, body.get());
-  }
-  int attempt = 0;
-  for (const auto& [k, v] : req.query) {
-    auto n = k == "attempt" ? query_int(v, 1, 1000) : std::nullopt;
-    if (!n) return field_errors(422, "invalid query", {{"query." + k.substr(0, 80), "expected attempt=1..1000"}});
-    attempt = static_cast<int>(*n);
-  }
-  auto text = kube_->logs(name, attempt);
-  if (!text) return error_response(404, "safe: no logs: " + text.error());
-  ApiResponse r{200, std::move(*text), "text/plain; charset=utf-8", {}, ""};
-  return r;
 }
 
 }  // namespace safe::bridge

@@ -1,13 +1,14 @@
-// The REST API as a pure function of a request: routing, authentication, authorization,
-// validation, and the Slurm target through the bridge's SlurmCache over the Slurm seam. The HTTP server
-// (http_server.cpp) only copies requests in and responses out, so everything here is unit-tested
-// without sockets, Slurm or munged.
+// The REST API as a pure function of a request: one route table ({method, pattern, handler}),
+// authentication, authorization, validation, and the workloads' targets (Slurm, Kubernetes)
+// behind one WorkloadTarget interface. The HTTP server (http_server.cpp) only copies requests in
+// and responses out, so everything here is unit-tested without sockets, Slurm or munged.
 #pragma once
 
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
+#include <string_view>
+#include <variant>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,7 +19,10 @@
 #include "kube-bridge/bridge_metrics.hpp"
 #include "kube-bridge/controller_history.hpp"
 #include "kube-bridge/kube_target.hpp"
+#include "common/user_file.hpp"
+#include "kube-bridge/kube_workload_target.hpp"
 #include "kube-bridge/slurm_cache.hpp"
+#include "kube-bridge/slurm_target.hpp"
 #include "kube-bridge/user_work_dir.hpp"
 
 namespace safe::bridge {
@@ -41,43 +45,44 @@ struct BridgeSettings {
 class BridgeApi {
  public:
   BridgeApi(BridgeSettings settings, Authenticator& auth, UserDirectory& users, SlurmCache& slurm,
-            BridgeMetrics& metrics, UserWorkDirs& work_dirs)
-      : settings_(std::move(settings)), auth_(auth), users_(users), slurm_(slurm), metrics_(metrics),
-        work_dirs_(work_dirs) {}
+            BridgeMetrics& metrics, UserWorkDirs& work_dirs,
+            SlurmTarget::OutputReader read_output = read_user_file_tail);
 
   ApiResponse handle(const ApiRequest& request);
   // Enables "target": "kubernetes" (kube_bridge.kubernetes configured and reachable).
-  void set_kube_target(KubeTarget* kube) { kube_ = kube; }
+  void set_kube_target(KubeTarget* kube);
   // safed's history for /events (attempts with classifications, failovers), when deployed.
-  void set_controller_history(ControllerHistory* history) { history_ = history; }
+  void set_controller_history(ControllerHistory* history) { slurm_target_.set_controller_history(history); }
 
  private:
-  ApiResponse route(const ApiRequest& request, const Principal& who, const std::vector<std::string>& parts);
-  ApiResponse create_workload(const ApiRequest& request, const Principal& who);
-  ApiResponse list_workloads(const ApiRequest& request, const Principal& who);
-  ApiResponse workload_action(const ApiRequest& request, const Principal& who, const std::string& id,
-                              const std::string& action);
-  ApiResponse list_workspaces(const Principal& who, const std::string& only);
-  ApiResponse list_nodes();
-  ApiResponse kube_workload_action(const ApiRequest& request, const Principal& who, const std::string& name,
-                                   const std::string& action);
+  // The path's segments after /api/v1/ that a route's {} segments matched, in order.
+  using Captures = std::vector<std::string>;
+  struct Route {
+    std::string_view method;
+    std::string_view pattern;  // segments after /api/v1, "{}" matching any one
+    ApiResponse (BridgeApi::*handler)(const ApiRequest&, const Principal&, const Captures&);
+  };
+  static const std::vector<Route>& routes();
 
-  // The bridge's workloads in one job snapshot, each rendered once: list requests then only
-  // filter and concatenate, whatever their rate (the snapshot changes at most once a second).
-  struct IndexedWorkload {
-    std::uint32_t job_id;
-    uid_t uid;
-    WorkloadPhase phase;  // for the state filter
-    std::string workspace;
-    std::string json;
+  ApiResponse create_workload(const ApiRequest& request, const Principal& who, const Captures&);
+  ApiResponse list_workloads(const ApiRequest& request, const Principal& who, const Captures&);
+  ApiResponse get_workload(const ApiRequest& request, const Principal& who, const Captures& id);
+  ApiResponse workload_events(const ApiRequest& request, const Principal& who, const Captures& id);
+  ApiResponse stop_workload(const ApiRequest& request, const Principal& who, const Captures& id);
+  ApiResponse delete_workload(const ApiRequest& request, const Principal& who, const Captures& id);
+  ApiResponse workload_logs(const ApiRequest& request, const Principal& who, const Captures& id);
+  ApiResponse list_workspaces(const ApiRequest& request, const Principal& who, const Captures&);
+  ApiResponse get_workspace(const ApiRequest& request, const Principal& who, const Captures& name);
+  ApiResponse list_nodes(const ApiRequest& request, const Principal& who, const Captures&);
+
+  // The target `id` names and the workload, when `who` may see it; else the answer to give.
+  struct Found {
+    WorkloadTarget* target = nullptr;
+    ListedWorkload workload;
   };
-  struct WorkloadIndex {
-    JobSnapshot snapshot;
-    std::vector<IndexedWorkload> workloads;
-  };
-  std::shared_ptr<const WorkloadIndex> workload_index(const JobSnapshot& snapshot);
-  std::mutex index_mutex_;
-  std::shared_ptr<const WorkloadIndex> index_;
+  std::variant<Found, ApiResponse> find_workload(const std::string& id, const Principal& who);
+  ApiResponse stop_or_delete(const Principal& who, const std::string& id, bool remove);
+  ApiResponse workspaces(const Principal& who, const std::string& only);
 
   BridgeSettings settings_;
   Authenticator& auth_;
@@ -85,11 +90,9 @@ class BridgeApi {
   SlurmCache& slurm_;
   BridgeMetrics& metrics_;
   UserWorkDirs& work_dirs_;
+  SlurmTarget slurm_target_;
   KubeTarget* kube_ = nullptr;
-  ControllerHistory* history_ = nullptr;
-  std::mutex deleted_mutex_;
-  // DELETEd jobs stay in Slurm for MinJobAge; hidden until Slurm forgets them (then dropped).
-  std::set<std::uint32_t> deleted_;
+  std::unique_ptr<KubeWorkloadTarget> kube_target_;
 };
 
 // {"error": message} with `status`.

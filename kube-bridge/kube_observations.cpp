@@ -164,10 +164,9 @@ Result<RecoveredWorkloads> parse_recovered_workloads(std::string_view job_list) 
     int attempt = std::atoi(jstr(job, {"metadata", "labels", attempt_label.c_str()}).c_str());
     if (name.empty() || attempt < 1) continue;
     out.attempts[name].push_back(attempt);
-    std::string why;
-    auto w = parse_kube_workload_record(jstr(job, {"metadata", "annotations", std::string(kRecordAnnotation).c_str()}), why);
+    auto w = parse_kube_workload_record(jstr(job, {"metadata", "annotations", std::string(kRecordAnnotation).c_str()}));
     if (!w) {
-      out.unusable.push_back("Job " + jstr(job, {"metadata", "name"}) + ": " + why);
+      out.unusable.push_back("Job " + jstr(job, {"metadata", "name"}) + ": " + w.error());
       continue;
     }
     // The record that counts is the one on the Job that holds it: a failover in progress keeps

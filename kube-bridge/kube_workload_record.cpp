@@ -60,24 +60,23 @@ std::string kube_workload_record(const KubeWorkload& w) {
   return json_text(o);
 }
 
-std::optional<KubeWorkload> parse_kube_workload_record(std::string_view text, std::string& error) {
+Result<KubeWorkload> parse_kube_workload_record(std::string_view text) {
   Json j = json_take(json_loadb(text.data(), text.size(), 0, nullptr));
   const json_t* o = j.get();
-  if (!json_is_object(o)) return error = "not a JSON object", std::nullopt;
+  if (!json_is_object(o)) return Error{"not a JSON object"};
   if (integer_or(o, "version", 0) != kRecordVersion)
-    return error = "record version " + std::to_string(integer_or(o, "version", 0)) + ", this bridge reads version " +
-                   std::to_string(kRecordVersion),
-           std::nullopt;
+    return Error{"record version " + std::to_string(integer_or(o, "version", 0)) + ", this bridge reads version " +
+                   std::to_string(kRecordVersion)};
   KubeWorkload w;
   SpecParse spec = parse_workload_spec(json_text(json_object_get(o, "spec")));
-  if (!spec.spec) return error = "spec: " + (spec.errors.empty() ? "missing" : spec.errors[0].path + " " + spec.errors[0].message), std::nullopt;
+  if (!spec.spec) return Error{"spec: " + (spec.errors.empty() ? "missing" : spec.errors[0].path + " " + spec.errors[0].message)};
   w.spec = *spec.spec;
   const json_t* s = json_object_get(o, "settings");
   w.settings.workspace = json_string_or(s, "workspace");
   w.settings.retries = static_cast<int>(integer_or(s, "retries", 0));
   SafeOptions health;
-  if (parse_option(health, SafeOption::health, json_string_or(s, "health", "standard")))
-    return error = "settings.health: " + json_string_or(s, "health"), std::nullopt;
+  if (!parse_option(health, SafeOption::health, json_string_or(s, "health", "standard")))
+    return Error{"settings.health: " + json_string_or(s, "health")};
   w.settings.health = health.health.value_or(HealthLevel::standard);
   w.settings.ckpt_dir = json_string_or(s, "ckptDir");
   w.settings.ckpt_signal.signo = static_cast<int>(integer_or(s, "ckptSignal", 0));
@@ -93,7 +92,7 @@ std::optional<KubeWorkload> parse_kube_workload_record(std::string_view text, st
     if (json_is_string(n)) w.avoid_nodes.emplace_back(json_string_value(n));
   }
   auto phase = parse_workload_phase(json_string_or(o, "phase", "Pending"));
-  if (!phase) return error = "phase: " + json_string_or(o, "phase"), std::nullopt;
+  if (!phase) return Error{"phase: " + json_string_or(o, "phase")};
   w.phase = *phase;
   w.nodes = json_string_or(o, "nodes");
   w.submit_time = static_cast<std::time_t>(integer_or(o, "submitTime", 0));
@@ -105,7 +104,7 @@ std::optional<KubeWorkload> parse_kube_workload_record(std::string_view text, st
     w.events.push_back({json_string_or(e, "type"), static_cast<std::time_t>(integer_or(e, "time", 0)),
                         static_cast<int>(integer_or(e, "attempt", 1)), json_string_or(e, "message")});
   }
-  if (w.attempt < 1 || w.user.empty()) return error = "attempt or user missing", std::nullopt;
+  if (w.attempt < 1 || w.user.empty()) return Error{"attempt or user missing"};
   return w;
 }
 

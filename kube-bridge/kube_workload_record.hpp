@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/admission.hpp"
+#include "common/result.hpp"
 #include "kube-bridge/workload_phase.hpp"
 #include "kube-bridge/workload_spec.hpp"
 
@@ -46,7 +47,7 @@ struct KubeWorkload {
 };
 
 std::string kube_workload_record(const KubeWorkload& w);
-// nullopt, with `error` saying why, for a record this bridge cannot read.
-std::optional<KubeWorkload> parse_kube_workload_record(std::string_view text, std::string& error);
+// Fails, saying why, for a record this bridge cannot read.
+Result<KubeWorkload> parse_kube_workload_record(std::string_view text);
 
 }  // namespace safe::bridge

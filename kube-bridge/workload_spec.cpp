@@ -61,7 +61,7 @@ class SpecReader {
       if (!s) return;
       text = *s;
     }
-    if (auto problem = parse_option(options, id, text)) error(path, *problem);
+    if (Status parsed = parse_option(options, id, text); !parsed) error(path, parsed.error());
   }
 
  private:
@@ -112,8 +112,8 @@ void read_fields(SpecReader& r, const json_t* root, WorkloadSpec& spec, SpecPars
   }
   if (const json_t* t = json_object_get(root, "target")) {
     if (auto s = r.string(t, "target", 32)) {
-      if (*s == "slurm") spec.target = WorkloadTarget::slurm;
-      else if (*s == "kubernetes") spec.target = WorkloadTarget::kubernetes;
+      if (*s == "slurm") spec.target = TargetKind::slurm;
+      else if (*s == "kubernetes") spec.target = TargetKind::kubernetes;
       else r.error("target", "expects slurm or kubernetes");
     }
   }
@@ -125,7 +125,7 @@ void read_fields(SpecReader& r, const json_t* root, WorkloadSpec& spec, SpecPars
       else spec.image = *s;
     }
   }
-  if (spec.target == WorkloadTarget::kubernetes && spec.image.empty() && !json_object_get(root, "image"))
+  if (spec.target == TargetKind::kubernetes && spec.image.empty() && !json_object_get(root, "image"))
     r.error("image", "is required for target kubernetes");
 
   const json_t* command = json_object_get(root, "command");
@@ -189,8 +189,8 @@ void read_fields(SpecReader& r, const json_t* root, WorkloadSpec& spec, SpecPars
           r.error("checkpoint.signal", "expects a signal name such as USR1; give the lead time as checkpoint.graceSeconds");
         } else {
           std::string text = *signal_name + (grace_s ? "@" + std::to_string(*grace_s) : "");
-          if (auto problem = parse_option(spec.options, SafeOption::ckpt_signal, text))
-            r.error(sig ? "checkpoint.signal" : "checkpoint.graceSeconds", *problem);
+          if (Status parsed = parse_option(spec.options, SafeOption::ckpt_signal, text); !parsed)
+            r.error(sig ? "checkpoint.signal" : "checkpoint.graceSeconds", parsed.error());
         }
       }
       if (grace_s) spec.checkpoint_grace_seconds = static_cast<int>(*grace_s);
@@ -254,8 +254,8 @@ void read_fields(SpecReader& r, const json_t* root, WorkloadSpec& spec, SpecPars
 
 }  // namespace
 
-std::string_view to_string(WorkloadTarget target) {
-  return target == WorkloadTarget::kubernetes ? "kubernetes" : "slurm";
+std::string_view to_string(TargetKind target) {
+  return target == TargetKind::kubernetes ? "kubernetes" : "slurm";
 }
 
 SpecParse parse_workload_spec(std::string_view body) {

@@ -14,12 +14,12 @@
 
 namespace safe::bridge {
 
-enum class WorkloadTarget { slurm, kubernetes };
-std::string_view to_string(WorkloadTarget target);
+enum class TargetKind { slurm, kubernetes };
+std::string_view to_string(TargetKind target);
 
 struct WorkloadSpec {
   std::string name;
-  WorkloadTarget target = WorkloadTarget::slurm;
+  TargetKind target = TargetKind::slurm;
   std::string image;                 // Kubernetes: required; Slurm: ignored
   std::vector<std::string> command;  // argv; exactly one of command and script
   std::string script;                // a shell script (#! line optional)

@@ -183,12 +183,12 @@ int run_epilog(const GateOptions& o, ProcessRunner& runner, SlurmNodeControl& sl
     if (!strays.empty()) {
       if (q.snapshot.backend == "sim") {
         // Simulated processes have no PIDs to kill: the cleanup empties them from the sim file.
-        std::string error;
         std::string path = sim_file_path(o.config.health.sim_dir, o.node);
-        if (auto s = load_sim_file(path, static_cast<int>(q.snapshot.gpus.size()), error)) {
-          clear_sim_processes(*s, gpus);
-          if (save_sim_file(path, *s, error)) e.stray_pids_killed = strays;
-        }
+        auto s = load_sim_file(path, static_cast<int>(q.snapshot.gpus.size()));
+        if (s) clear_sim_processes(*s, gpus);
+        Status cleaned = s ? save_sim_file(path, *s) : Status(Error{s.error()});
+        if (cleaned) e.stray_pids_killed = strays;
+        else log << "safe-epilog: cannot clean the simulated processes: " << cleaned.error() << "\n";
       } else {
         long long uid = std::atoll(get(o.env, "SLURM_JOB_UID").c_str());
         for (int pid : killable(o.fs, strays, get(o.env, "SLURM_JOB_UID").empty() ? -1 : uid))

@@ -42,10 +42,9 @@ int gate_program_main(GateStage stage, int argc, char** argv, char** envp) {
         return on_error;
       }
     }
-    std::string error;
-    auto config = load_node_config(config_path, explicit_config, error);
+    auto config = load_node_config(config_path, explicit_config);
     if (!config) {
-      std::cerr << component << ": " << error << ": skipping the GPU gate (fix the file; safectl config check)\n";
+      std::cerr << component << ": " << config.error() << ": skipping the GPU gate (fix the file; safectl config check)\n";
       return on_error;
     }
     GateOptions o;

@@ -189,10 +189,10 @@ int review_update_request(job_desc_msg_t* job, uint32_t submit_uid, char** err_m
                                job->min_nodes != NO_VAL || job->max_nodes != NO_VAL || job->num_tasks != NO_VAL ||
                                job->ntasks_per_node != NO_VAL16 || job->shared != NO_VAL16 ||
                                job->core_spec != NO_VAL16 || job->ntasks_per_tres != NO_VAL16;
-  auto problem = safe::review_update(*config, update, *user, is_admin);
-  if (!problem) return SLURM_SUCCESS;
-  if (err_msg) set_message(err_msg, *problem);
-  slurm_info("job_submit/safe: refused an update by %s: %s", user->name.c_str(), problem->c_str());
+  safe::Status allowed = safe::review_update(*config, update, *user, is_admin);
+  if (allowed) return SLURM_SUCCESS;
+  if (err_msg) set_message(err_msg, allowed.error());
+  slurm_info("job_submit/safe: refused an update by %s: %s", user->name.c_str(), allowed.error().c_str());
   return ESLURM_ACCESS_DENIED;
 }
 

@@ -53,8 +53,8 @@ int on_option(int val, const char* optarg, int remote) noexcept {
   try {
     if (val < 0 || val >= static_cast<int>(safe::kSafeOptionCount)) return -1;
     auto id = static_cast<safe::SafeOption>(val);
-    if (auto error = safe::parse_option(g_state.given, id, optarg ? optarg : "")) {
-      slurm_error("%s", error->c_str());
+    if (safe::Status parsed = safe::parse_option(g_state.given, id, optarg ? optarg : ""); !parsed) {
+      slurm_error("%s", parsed.error().c_str());
       // On the job side the value was already accepted by the client; never fail a step for it.
       return remote ? 0 : -1;
     }
@@ -89,8 +89,8 @@ int export_environment_options(spank_t sp) {
     if (g_state.seen[index]) continue;  // the command line wins
     const char* value = std::getenv(spec.env);
     if (!value || !*value) continue;
-    if (auto error = safe::parse_option(g_state.given, spec.id, value)) {
-      slurm_error("%s (from $%s)", error->c_str(), spec.env);
+    if (safe::Status parsed = safe::parse_option(g_state.given, spec.id, value); !parsed) {
+      slurm_error("%s (from $%s)", parsed.error().c_str(), spec.env);
       return -1;
     }
     std::string text = g_state.given.value_text(spec.id);
@@ -119,8 +119,8 @@ safe::SafeOptions submitted_options(spank_t sp) {
     for (const std::string& source : {"SLURM_SPANK_" + safe::spank_env_name(spec.id), std::string(spec.env)}) {
       std::string value = job_env(sp, source);
       if (value.empty() || value == "(null)") continue;
-      if (auto error = safe::parse_option(options, spec.id, value)) {
-        slurm_error("%s (from $%s)", error->c_str(), source.c_str());
+      if (safe::Status parsed = safe::parse_option(options, spec.id, value); !parsed) {
+        slurm_error("%s (from $%s)", parsed.error().c_str(), source.c_str());
         continue;
       }
       break;

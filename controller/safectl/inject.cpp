@@ -71,19 +71,18 @@ int inject(const std::vector<std::string>& args) {
   }
   std::string dir = vm.count("sim-dir") ? vm["sim-dir"].as<std::string>() : config.health.sim_dir;
   std::string path = sim_file_path(dir, vm["node"].as<std::string>());
-  std::string error;
   int default_gpus = config.health.expected_gpus > 0 ? config.health.expected_gpus : 8;
-  auto snapshot = load_sim_file(path, default_gpus, error);
+  auto snapshot = load_sim_file(path, default_gpus);
   if (!snapshot) {
-    std::cerr << "safectl inject: " << error << " (fix or delete the file)\n";
+    std::cerr << "safectl inject: " << snapshot.error() << " (fix or delete the file)\n";
     return 1;
   }
-  if (auto problem = apply_sim_fault(*snapshot, gpu, *fault)) {
-    std::cerr << "safectl inject: " << *problem << "\n";
+  if (Status applied = apply_sim_fault(*snapshot, gpu, *fault); !applied) {
+    std::cerr << "safectl inject: " << applied.error() << "\n";
     return 1;
   }
-  if (!save_sim_file(path, *snapshot, error)) {
-    std::cerr << "safectl inject: cannot write " << error << "\n";
+  if (Status saved = save_sim_file(path, *snapshot); !saved) {
+    std::cerr << "safectl inject: cannot write " << saved.error() << "\n";
     return 1;
   }
   std::cout << "safectl: " << vm["node"].as<std::string>() << " gpu " << gpu_text << ": " << to_string(*fault)

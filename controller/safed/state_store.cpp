@@ -1,3 +1,6 @@
+// Longer than 400 lines on purpose: every SQL statement against safed's store is in this file
+// (the schema, the upgrades from each older schema, and the queries), because they change
+// together; split, a schema change would touch several files that each hold half of it.
 #include "controller/safed/state_store.hpp"
 
 #include <sqlite3.h>

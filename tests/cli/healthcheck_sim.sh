@@ -2,7 +2,7 @@
 # safe-healthcheck, safectl inject and the prolog/epilog on the sim backend, without a cluster
 # (--no-slurm): output, exit codes and time limits as an admin sees them.
 set -euo pipefail
-source "$(dirname "$0")/../integration/lib.sh"
+source "$(dirname "$0")/../lib/cluster_test.sh"
 bin="$SAFE_BUILD_DIR/bin"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

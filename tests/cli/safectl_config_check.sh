@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # safectl config check: output and exit codes, as an admin sees them.
 set -euo pipefail
-source "$(dirname "$0")/../integration/lib.sh"
+source "$(dirname "$0")/../lib/cluster_test.sh"
 safectl="$SAFE_BUILD_DIR/bin/safectl"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

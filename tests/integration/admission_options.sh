@@ -3,8 +3,8 @@
 # cluster at DIR: listed in --help, syntax errors caught in the client with their message, values
 # (from the command line or SAFE_* variables, the command line winning) reaching the job as SAFE_*.
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=../lib/cluster_test.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
 (($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
 use_cluster "$1"
 work=$(mktemp -d /tmp/safe-opt.XXXXXX)

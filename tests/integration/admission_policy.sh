@@ -4,8 +4,8 @@
 # recorded on the job, retrying jobs requeue with their output appended, and the job's own user
 # owns its checkpoint directory.
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=../lib/cluster_test.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
 (($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
 use_cluster "$1"
 work=$(mktemp -d /tmp/safe-pol.XXXXXX)

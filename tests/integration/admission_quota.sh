@@ -2,8 +2,8 @@
 # admission_quota.sh DIR: workspace ml has a GPU quota of 8 on the --safe cluster at DIR. Two
 # 8-GPU jobs: the second pends with Reason=Licenses while the first runs, and runs after it ends.
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=../lib/cluster_test.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
 (($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
 use_cluster "$1"
 work=$(mktemp -d /tmp/safe-quota.XXXXXX)

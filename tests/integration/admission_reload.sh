@@ -2,8 +2,8 @@
 # admission_reload.sh DIR: safe.yaml edited while slurmctld runs takes effect without a restart;
 # a broken edit keeps the previous config (and says so in slurmctld's log).
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=../lib/cluster_test.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
 (($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
 use_cluster "$1"
 original=$(mktemp)

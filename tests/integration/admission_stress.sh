@@ -3,8 +3,8 @@
 # jobs, policy rejections (inside slurmctld) and option errors (in the client), and admits exactly
 # the valid ones.
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=../lib/cluster_test.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
 (($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
 use_cluster "$1"
 trap 'scancel --name=safe-stress-test >/dev/null 2>&1 || true' EXIT

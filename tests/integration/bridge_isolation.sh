@@ -6,8 +6,8 @@
 # A bridge whose slurm_work_dir is writable by others refuses to start; with slurm_work_dir ""
 # workloads run in the user's own ~/safe-bridge, made as that user.
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=../lib/cluster_test.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
 (($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
 use_cluster "$1"
 [[ -n ${SAFE_BRIDGE_URL:-} ]] || fail "no SAFE_BRIDGE_URL in $1/env: is the cluster up with --safe?"

@@ -10,8 +10,8 @@
 # still has every workload (rebuilt from the records on their Jobs), finishes a failover it had
 # begun and fails over after the restart; a hangTimeout fails a silent workload over as a hang.
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=../lib/cluster_test.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
 (($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
 use_cluster "$1"
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)

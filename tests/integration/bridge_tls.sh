@@ -3,8 +3,8 @@
 # cluster at DIR: a client that trusts the certificate gets answers, plain HTTP does not, and a
 # key that does not match the certificate stops the bridge with a message saying what to fix.
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=../lib/cluster_test.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
 (($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
 use_cluster "$1"
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)

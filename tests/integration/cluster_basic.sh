@@ -3,8 +3,8 @@
 # one task per node, and each task sees GPU indices 0,1 bound through Slurm's gres (fake GPU
 # character devices), as on real hardware.
 set -euo pipefail
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cluster_test.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
 
 (($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
 use_cluster "$1"

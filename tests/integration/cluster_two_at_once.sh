@@ -3,8 +3,8 @@
 # in its own directory with its own ports; a job runs on each at the same time; `down` of the
 # second leaves no process of it behind and leaves the first one (and munged) working.
 set -euo pipefail
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cluster_test.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
 
 (($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
 dir_a=$(realpath -m -- "$1")

@@ -5,8 +5,8 @@
 # another user's job as missing and may not release a quarantine (403); root (auth.admins) sees
 # both users' jobs. A body over the limit is refused (413) before it is read.
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=../lib/cluster_test.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
 (($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
 use_cluster "$1"
 [[ -n ${SAFE_CONTROLLER_URL:-} ]] || fail "no SAFE_CONTROLLER_URL in $1/env: is the cluster up with --safe?"

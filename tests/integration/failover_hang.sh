@@ -3,8 +3,8 @@
 # --safe-hang-timeout is checkpoint-signalled and requeued as infra_transient by safed, resumes
 # from its last checkpoint and completes; the retry is counted.
 set -euo pipefail
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cluster_test.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
 # shellcheck source-path=SCRIPTDIR source=failover_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/failover_lib.sh"
 

@@ -1,9 +1,5 @@
 # shellcheck shell=bash
-# Helpers for the controller's (safed) end-to-end tests; source after lib.sh.
-
-# job_fields, job_field and now_ms come from tests/lib/slurm_jobs.sh.
-# shellcheck source=../lib/slurm_jobs.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../lib/slurm_jobs.sh"
+# Helpers for the controller's (safed) end-to-end tests; source after tests/lib/cluster_test.sh.
 
 # right_after_health_check NODE: returns just after NODE's periodic health check ran (its history
 # file was rewritten). A test that drains a healthy node by hand with SaFE's reason drains it then:

@@ -5,8 +5,8 @@
 # one required, and the job runs again on that node and a healthy one (after the ~120 s in which
 # the node it just left refuses its old credential).
 set -euo pipefail
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cluster_test.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
 # shellcheck source-path=SCRIPTDIR source=failover_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/failover_lib.sh"
 trainer_test_on_fixture "$@"

@@ -10,8 +10,8 @@
 # released the job, and the next attempt must run: restarted on healthy nodes, excluding the dead one, resumed, classified
 # node_fault.
 set -euo pipefail
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cluster_test.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
 # shellcheck source-path=SCRIPTDIR source=failover_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/failover_lib.sh"
 

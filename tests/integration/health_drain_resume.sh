@@ -4,7 +4,7 @@
 # - once cleared, the node is resumed, and only after health.pass_runs_before_resume clean runs;
 # - an admin's drain is never relabelled nor resumed, whatever the GPUs do.
 set -euo pipefail
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib/cluster_test.sh"
 use_cluster "$1"
 node=n4
 health=$SAFE_CLUSTER_DIR/health

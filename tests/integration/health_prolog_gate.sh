@@ -8,7 +8,7 @@
 # The periodic checker is told to wait 100 runs before draining on this fault
 # (fail_runs_before_drain), so the drain here is the prolog's alone.
 set -euo pipefail
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib/cluster_test.sh"
 tmp=$(mktemp -d /tmp/safe-gate-XXXXXX)
 chmod 0755 "$tmp"  # another user submits a job here
 dir=$tmp/c

@@ -4,8 +4,8 @@
 # faults: a drain with the reserved "SaFE-quarantine:" reason, which safed restores if a "SaFE:"
 # drain replaces it, and which only `safectl node release` ends.
 set -euo pipefail
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/cluster_test.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
 # shellcheck source-path=SCRIPTDIR source=failover_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/failover_lib.sh"
 

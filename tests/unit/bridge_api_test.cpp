@@ -74,7 +74,14 @@ class BridgeApiTest : public ::testing::Test {
     n2.gres = "gpu:8";
     n2.cpus = 8;
     slurm.licenses = {{"safe_ws_ml", 8, 2}};
-    api = std::make_unique<BridgeApi>(s, auth, users, slurm_cache, metrics, work_dirs);
+    // Job output files, read as their owner's (the bridge's reader checks the owner).
+    auto read_output = [this](const std::string& path, uid_t owner, std::size_t max) -> Result<std::string> {
+      auto it = outputs.find(path);
+      if (it == outputs.end()) return Error{path + ": No such file or directory"};
+      if (it->second.first != owner) return Error{path + ": owned by uid " + std::to_string(it->second.first)};
+      return tail_of(it->second.second, max);
+    };
+    api = std::make_unique<BridgeApi>(s, auth, users, slurm_cache, metrics, work_dirs, read_output);
   }
 
   ApiResponse call(const std::string& method, const std::string& path, const std::string& who, const std::string& body = "",
@@ -93,6 +100,7 @@ class BridgeApiTest : public ::testing::Test {
   FakeUsers users;
   FakeMunge munge;
   testing::FakeSlurm slurm;
+  std::map<std::string, std::pair<uid_t, std::string>> outputs;  // path -> owner, text
   std::map<uid_t, JobUser> job_users{{1001, {"alice", {}}}, {1002, {"bob", {}}}, {0, {"root", {}}}};
   SlurmCache slurm_cache{slurm, slurm, std::chrono::milliseconds(0)};
   BridgeMetrics metrics;
@@ -198,6 +206,53 @@ TEST_F(BridgeApiTest, UsersSeeOnlyTheirOwnWorkloads) {
   auto get = call("GET", "/api/v1/workloads/" + id, "alice");
   EXPECT_EQ(get.status, 200);
   EXPECT_NE(get.body.find(R"("labels":{"team":"llm"})"), std::string::npos) << get.body;
+}
+
+// One log request for both targets: ?attempt= names the log holding that attempt (on Slurm the
+// job's one output file, which every attempt appends to), ?tailBytes= cuts it from the end.
+TEST_F(BridgeApiTest, LogsHonourAttemptAndTailBytes) {
+  std::string id = created_id(call("POST", "/api/v1/workloads", "alice", kSpec));
+  const std::string path = "/home/alice/safe-bridge/safe-bridge-train-100.out";
+  auto logs = [&](std::multimap<std::string, std::string> query) {
+    return call("GET", "/api/v1/workloads/" + id + "/logs", "alice", "", std::move(query));
+  };
+  auto waiting = logs({});
+  EXPECT_EQ(waiting.status, 404);
+  EXPECT_NE(waiting.body.find("no output yet"), std::string::npos) << waiting.body;
+
+  slurm.job(100)->state = SlurmJobState::running;
+  slurm.job(100)->restart_count = 1;
+  outputs[path] = {1001, "attempt one\nattempt two\n"};
+  auto whole = logs({});
+  EXPECT_EQ(whole.status, 200) << whole.body;
+  EXPECT_EQ(whole.body, "attempt one\nattempt two\n");
+  ASSERT_EQ(whole.headers.size(), 1u);
+  EXPECT_EQ(whole.headers[0], (std::pair<std::string, std::string>{"X-Safe-Log-Attempts", "2"}));
+  EXPECT_EQ(logs({{"tailBytes", "4"}}).body, "two\n");
+  EXPECT_EQ(logs({{"attempt", "1"}, {"tailBytes", "4"}}).body, "two\n") << "attempt 1 is in the same file";
+  auto unrun = logs({{"attempt", "3"}});
+  EXPECT_EQ(unrun.status, 404);
+  EXPECT_NE(unrun.body.find("attempt 3 has not run; the workload is at attempt 2"), std::string::npos) << unrun.body;
+  EXPECT_EQ(logs({{"tailBytes", "0"}}).status, 422);
+  EXPECT_EQ(logs({{"attempt", "x"}}).status, 422);
+  EXPECT_EQ(logs({{"since", "1h"}}).status, 422);
+
+  outputs[path].first = 1002;  // replaced by a file of another user's
+  auto refused = logs({});
+  EXPECT_EQ(refused.status, 404);
+  EXPECT_NE(refused.body.find("not shown: " + path + ": owned by uid 1002"), std::string::npos) << refused.body;
+}
+
+TEST_F(BridgeApiTest, OneRouteTableAnswers405WithTheAllowedMethods) {
+  auto put = call("PUT", "/api/v1/workloads", "alice");
+  EXPECT_EQ(put.status, 405);
+  EXPECT_EQ(put.headers, (std::vector<std::pair<std::string, std::string>>{{"Allow", "GET, POST"}}));
+  auto post = call("POST", "/api/v1/workloads/slurm-1", "alice");
+  EXPECT_EQ(post.headers, (std::vector<std::pair<std::string, std::string>>{{"Allow", "GET, DELETE"}}));
+  EXPECT_EQ(call("GET", "/api/v1/workloads/slurm-1/stop/now", "alice").status, 404);
+  EXPECT_EQ(call("GET", "/api/v1", "alice").status, 404);
+  EXPECT_EQ(call("GET", "/api/v1/workspaces/ml/x", "alice").status, 404);
+  EXPECT_EQ(call("DELETE", "/api/v1/nodes", "").status, 401) << "the credential is asked for before the method";
 }
 
 TEST_F(BridgeApiTest, JobsNotMadeByTheBridgeAreNotWorkloads) {

@@ -16,7 +16,7 @@ TEST(WorkloadSpec, FullSpecParses) {
   ASSERT_TRUE(p.spec) << (p.errors.empty() ? "" : p.errors[0].path + ": " + p.errors[0].message);
   const WorkloadSpec& s = *p.spec;
   EXPECT_EQ(s.name, "train-1");
-  EXPECT_EQ(s.target, WorkloadTarget::kubernetes);
+  EXPECT_EQ(s.target, TargetKind::kubernetes);
   EXPECT_EQ(s.nodes, 4);
   EXPECT_EQ(s.gpus_per_node, 8);
   EXPECT_EQ(s.memory_mb, 64 * 1024);
@@ -33,7 +33,7 @@ TEST(WorkloadSpec, FullSpecParses) {
 TEST(WorkloadSpec, MinimalSpecTakesDefaults) {
   SpecParse p = parse_workload_spec(R"({"name":"a","script":"echo hi"})");
   ASSERT_TRUE(p.spec);
-  EXPECT_EQ(p.spec->target, WorkloadTarget::slurm);
+  EXPECT_EQ(p.spec->target, TargetKind::slurm);
   EXPECT_EQ(p.spec->nodes, 1);
   EXPECT_FALSE(p.spec->options.any());
 }

@@ -242,31 +242,30 @@ TEST(NvmlBackend, InitFailure) {
 TEST(NvmlBackend, XidListenerReportsEvents) {
   g_nvml = FakeNvml{};
   std::vector<std::pair<int, unsigned long long>> seen;
-  auto problem = listen_for_xids(
+  Status listened = listen_for_xids(
       fake_nvml(), [&](int gpu, unsigned long long xid) { seen.emplace_back(gpu, xid); }, [&] { return !seen.empty(); });
-  EXPECT_FALSE(problem.has_value());
+  EXPECT_TRUE(listened.ok()) << listened.error();
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0].first, 1);
   EXPECT_EQ(seen[0].second, 79u);
   NvmlApi no_events = fake_nvml();
   no_events.event_set_wait = nullptr;
-  EXPECT_TRUE(listen_for_xids(no_events, [](int, unsigned long long) {}, [] { return true; }).has_value());
+  EXPECT_EQ("NVML events not available", listen_for_xids(no_events, [](int, unsigned long long) {}, [] { return true; }).error());
 }
 
 TEST(RealLibraries, AbsentNvmlIsReportedNotCrashed) {
   // On machines without the NVIDIA driver (like CI) the dlopen fails cleanly.
-  std::string error;
-  if (load_nvml_api(error)) GTEST_SKIP() << "libnvidia-ml is installed here";
-  EXPECT_NE(error.find("libnvidia-ml.so.1"), std::string::npos);
+  auto api = load_nvml_api();
+  if (api) GTEST_SKIP() << "libnvidia-ml is installed here";
+  EXPECT_NE(api.error().find("libnvidia-ml.so.1"), std::string::npos);
 }
 
 TEST(RealLibraries, RocmSmiBindsEveryFunction) {
   // librocm-smi is a build dependency, so its library is normally here: every symbol must bind
   // (init is not called: it needs an AMD GPU).
-  std::string error;
-  auto api = load_rsmi_api(error);
-  if (!api && error.find("cannot load") != std::string::npos) GTEST_SKIP() << error;
-  ASSERT_TRUE(api) << error;
+  auto api = load_rsmi_api();
+  if (!api && api.error().find("cannot load") != std::string::npos) GTEST_SKIP() << api.error();
+  ASSERT_TRUE(api) << api.error();
   EXPECT_NE(api->compute_process_gpus_get, nullptr);
 }
 
@@ -277,9 +276,9 @@ TEST(SimBackend, ReadsTheNodeFileOrDefaults) {
   EXPECT_TRUE(s.ok);
   EXPECT_EQ(s.gpus.size(), 4u);
   GpuSnapshot edited = healthy_sim_snapshot(4);
-  ASSERT_FALSE(apply_sim_fault(edited, 2, SimFault::ecc));
-  std::string error;
-  ASSERT_TRUE(save_sim_file(sim_file_path(dir.path(), "n1"), edited, error)) << error;
+  ASSERT_TRUE(apply_sim_fault(edited, 2, SimFault::ecc).ok());
+  Status saved = save_sim_file(sim_file_path(dir.path(), "n1"), edited);
+  ASSERT_TRUE(saved) << saved.error();
   EXPECT_EQ(SimBackend(dir.path(), "n1", 4).collect().gpus[2].ecc_uncorrectable, 2);
   EXPECT_EQ(SimBackend(dir.path(), "n2", 4).collect().gpus[2].ecc_uncorrectable, 0);  // another node's file
   std::FILE* f = std::fopen(sim_file_path(dir.path(), "n3").c_str(), "w");

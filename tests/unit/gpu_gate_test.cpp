@@ -72,10 +72,10 @@ TEST_P(GateTest, Decides) {
 
 const GateCase kGateCases[] = {
     {"healthy", [](GpuSnapshot&) {}, {0, 1}, HealthLevel::standard, true},
-    {"lost_gpu_of_the_job", [](GpuSnapshot& s) { apply_sim_fault(s, 1, SimFault::lost); }, {0, 1}, HealthLevel::standard, false},
-    {"lost_gpu_of_another_job", [](GpuSnapshot& s) { apply_sim_fault(s, 5, SimFault::lost); }, {0, 1}, HealthLevel::standard, true},
-    {"ecc_blocks", [](GpuSnapshot& s) { apply_sim_fault(s, 0, SimFault::ecc); }, {0}, HealthLevel::standard, false},
-    {"off_never_blocks", [](GpuSnapshot& s) { apply_sim_fault(s, 0, SimFault::ecc); }, {0}, HealthLevel::off, true},
+    {"lost_gpu_of_the_job", [](GpuSnapshot& s) { ASSERT_TRUE(apply_sim_fault(s, 1, SimFault::lost).ok()); }, {0, 1}, HealthLevel::standard, false},
+    {"lost_gpu_of_another_job", [](GpuSnapshot& s) { ASSERT_TRUE(apply_sim_fault(s, 5, SimFault::lost).ok()); }, {0, 1}, HealthLevel::standard, true},
+    {"ecc_blocks", [](GpuSnapshot& s) { ASSERT_TRUE(apply_sim_fault(s, 0, SimFault::ecc).ok()); }, {0}, HealthLevel::standard, false},
+    {"off_never_blocks", [](GpuSnapshot& s) { ASSERT_TRUE(apply_sim_fault(s, 0, SimFault::ecc).ok()); }, {0}, HealthLevel::off, true},
     {"warning_passes_standard", [](GpuSnapshot& s) { s.gpus[0].pcie_replay = 5000; }, {0}, HealthLevel::standard, true},
     {"warning_blocks_strict", [](GpuSnapshot& s) { s.gpus[0].pcie_replay = 5000; }, {0}, HealthLevel::strict, false, false},
     {"leftover_memory_blocks_strict", [](GpuSnapshot& s) { s.gpus[0].memory_used_mib = 4000; }, {0}, HealthLevel::strict, false, false},
@@ -129,7 +129,7 @@ TEST_F(GateRun, PrologPassesHealthyGpusWithoutSlurmCalls) {
 }
 
 TEST_F(GateRun, PrologDrainsAndFailsOnABadGpu) {
-  apply_sim_fault(gpus, 1, SimFault::lost);
+  ASSERT_TRUE(apply_sim_fault(gpus, 1, SimFault::lost).ok());
   EXPECT_EQ(run_prolog(o, runner, slurm, log), 1);
   EXPECT_EQ(slurm.calls, (std::vector<std::string>{"read n2", "drain n2 SaFE: gpu1 lost: GPU is lost (simulated)"}));
   std::string evidence = read(o.config.health.state_dir + "/evidence/41.prolog.json");
@@ -140,7 +140,7 @@ TEST_F(GateRun, PrologDrainsAndFailsOnABadGpu) {
 
 TEST_F(GateRun, PrologEvidenceNamesTheRunAndIsWrittenBeforeTheDrain) {
   o.env["SLURM_JOB_RESTART_COUNT"] = "2";
-  apply_sim_fault(gpus, 0, SimFault::ecc);
+  ASSERT_TRUE(apply_sim_fault(gpus, 0, SimFault::ecc).ok());
   std::string path = o.config.health.state_dir + "/evidence/41.prolog.json";
   std::string at_drain;
   slurm.on_drain = [&] { at_drain = read(path); };
@@ -180,7 +180,7 @@ TEST_F(GateRun, AStandardJobRunsDespiteAWarning) {
 
 TEST_F(GateRun, PrologKeepsAnAdminReasonButStillRefusesTheJob) {
   node().reason = "ADMIN: cabling";
-  apply_sim_fault(gpus, 0, SimFault::ecc);
+  ASSERT_TRUE(apply_sim_fault(gpus, 0, SimFault::ecc).ok());
   EXPECT_EQ(run_prolog(o, runner, slurm, log), 1);
   EXPECT_EQ(slurm.count("drain"), 0);
   EXPECT_EQ(node().reason, "ADMIN: cabling");
@@ -188,7 +188,7 @@ TEST_F(GateRun, PrologKeepsAnAdminReasonButStillRefusesTheJob) {
 
 TEST_F(GateRun, PrologWithHealthOffDoesNothing) {
   o.env[kSpankHealthVar] = "off";
-  apply_sim_fault(gpus, 0, SimFault::ecc);
+  ASSERT_TRUE(apply_sim_fault(gpus, 0, SimFault::ecc).ok());
   EXPECT_EQ(run_prolog(o, runner, slurm, log), 0);
   EXPECT_TRUE(runner.calls.empty());
 }
@@ -202,13 +202,12 @@ TEST_F(GateRun, PrologTimeoutLetsTheJobStart) {
 TEST_F(GateRun, EpilogClearsSimStraysAndWritesEvidence) {
   gpus.gpus[1].processes.push_back({5555, 1000, "rank1"});
   gpus.gpus[1].memory_used_mib = 1000;
-  std::string error;
-  ASSERT_TRUE(save_sim_file(sim_file_path(o.config.health.sim_dir, "n2"), gpus, error));
+  ASSERT_TRUE(save_sim_file(sim_file_path(o.config.health.sim_dir, "n2"), gpus).ok());
   EXPECT_EQ(run_epilog(o, runner, slurm, log, [](int, long long) { return false; }), 0);
   std::string evidence = read(o.config.health.state_dir + "/evidence/41.n2.epilog.json");
   EXPECT_NE(evidence.find("\"stray_pids_killed\": [\n  5555\n ]"), std::string::npos) << evidence;
   EXPECT_NE(evidence.find("\"action\": \"none\""), std::string::npos);
-  auto after = load_sim_file(sim_file_path(o.config.health.sim_dir, "n2"), 8, error);
+  auto after = load_sim_file(sim_file_path(o.config.health.sim_dir, "n2"), 8);
   ASSERT_TRUE(after);
   EXPECT_TRUE(after->gpus[1].processes.empty());
   EXPECT_TRUE(slurm.calls.empty());
@@ -226,7 +225,7 @@ TEST_F(GateRun, EpilogKillsOnlyTheJobUsersProcesses) {
 }
 
 TEST_F(GateRun, EpilogDrainsOnACriticalFault) {
-  apply_sim_fault(gpus, 0, SimFault::xgmi);
+  ASSERT_TRUE(apply_sim_fault(gpus, 0, SimFault::xgmi).ok());
   EXPECT_EQ(run_epilog(o, runner, slurm, log, [](int, long long) { return true; }), 0);
   EXPECT_EQ(slurm.count("drain"), 1);
   std::string evidence = read(o.config.health.state_dir + "/evidence/41.n2.epilog.json");

@@ -31,7 +31,7 @@ class HealthRun : public ::testing::Test {
     };
   }
   RunReport run() { return run_health_once(options, runner, slurm); }
-  void inject(int gpu, SimFault fault) { ASSERT_FALSE(apply_sim_fault(gpus, gpu, fault)); }
+  void inject(int gpu, SimFault fault) { ASSERT_TRUE(apply_sim_fault(gpus, gpu, fault).ok()); }
 
   test::TempDir dir;
   RunOptions options;

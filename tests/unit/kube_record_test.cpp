@@ -49,9 +49,8 @@ TEST(KubeRecord, RoundTripsEverythingARestartNeeds) {
   w.events = {{"Submitted", 1700000000, 1, "Job train-a1 created"}, {"Failover", 1700000100, 3, "node_fault (...): k2 NotReady"}};
   w.draining_attempt = 2;
   w.drain_deadline = 1700000145;
-  std::string error;
-  auto back = parse_kube_workload_record(kube_workload_record(w), error);
-  ASSERT_TRUE(back) << error;
+  auto back = parse_kube_workload_record(kube_workload_record(w));
+  ASSERT_TRUE(back) << back.error();
   EXPECT_TRUE(back->spec == w.spec);
   EXPECT_EQ(back->settings.workspace, "ml");
   EXPECT_EQ(back->settings.retries, 2);
@@ -73,12 +72,11 @@ TEST(KubeRecord, RoundTripsEverythingARestartNeeds) {
 }
 
 TEST(KubeRecord, RefusesWhatItCannotRead) {
-  std::string error;
-  EXPECT_FALSE(parse_kube_workload_record("", error));
-  EXPECT_FALSE(parse_kube_workload_record(R"({"version":2,"user":"a"})", error));
-  EXPECT_NE(error.find("record version 2"), std::string::npos) << error;
-  EXPECT_FALSE(parse_kube_workload_record(R"({"version":1,"user":"a","spec":{"name":"Bad Name"}})", error));
-  EXPECT_NE(error.find("spec: name"), std::string::npos) << error;
+  EXPECT_FALSE(parse_kube_workload_record(""));
+  std::string version = parse_kube_workload_record(R"({"version":2,"user":"a"})").error();
+  EXPECT_NE(version.find("record version 2"), std::string::npos) << version;
+  std::string spec = parse_kube_workload_record(R"({"version":1,"user":"a","spec":{"name":"Bad Name"}})").error();
+  EXPECT_NE(spec.find("spec: name"), std::string::npos) << spec;
 }
 
 }  // namespace

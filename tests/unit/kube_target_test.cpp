@@ -11,6 +11,7 @@
 
 #include "common/json_value.hpp"
 #include "kube-bridge/kube_manifests.hpp"
+#include "kube-bridge/kube_workload_target.hpp"
 #include "tests/kube/sample_workload.hpp"
 #include "tests/unit/fake_kube_client.hpp"
 
@@ -152,6 +153,25 @@ TEST_F(KubeTargetTest, AStopWhoseAnswerIsLostIsCheckedOnTheJob) {
   EXPECT_TRUE(target->stop("train", true).ok());
   EXPECT_FALSE(target->get("train"));
   EXPECT_EQ(1u, kube.calls("DELETE", kJobs + "/train-a1").size());
+}
+
+// The REST API's log request on Kubernetes: the pod of completion index 0 of the attempt asked
+// for, cut to tailBytes as on Slurm.
+TEST_F(KubeTargetTest, LogsHonourAttemptAndTailBytes) {
+  KubeWorkloadTarget workloads(*target);
+  auto found = workloads.find("kube-train");
+  ASSERT_TRUE(found && *found);
+  kube.answer("GET", kPods, 200, pod_list({{"train-a1-0", "k1", "Running"}}));
+  kube.answer("GET", "/api/v1/namespaces/safe/pods/train-a1-0/log", 200, "step 1\nstep 2\n");
+  auto whole = workloads.logs(**found, {0, kDefaultLogBytes});
+  ASSERT_TRUE(whole) << whole.error();
+  EXPECT_EQ("step 1\nstep 2\n", whole->text);
+  auto tail = workloads.logs(**found, {1, 7});
+  ASSERT_TRUE(tail) << tail.error();
+  EXPECT_EQ("step 2\n", tail->text);
+  auto unrun = workloads.logs(**found, {2, kDefaultLogBytes});
+  ASSERT_FALSE(unrun);
+  EXPECT_EQ("safe: no logs: attempt 2 has not run", unrun.error());
 }
 
 TEST_F(KubeTargetTest, ANameIsTakenOnceAndRootIsRefused) {

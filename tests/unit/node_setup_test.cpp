@@ -61,12 +61,12 @@ TEST_F(ProcFixture, ConfigBesideSlurmConfOrDefault) {
 }
 
 TEST(NodeConfig, MissingDefaultMeansDefaultsButMissingExplicitIsAnError) {
-  std::string error;
-  auto defaults = load_node_config("/nonexistent/safe.yaml", false, error);
+  auto defaults = load_node_config("/nonexistent/safe.yaml", false);
   ASSERT_TRUE(defaults);
   EXPECT_EQ(defaults->health.pass_runs_before_resume, 3);
-  EXPECT_FALSE(load_node_config("/nonexistent/safe.yaml", true, error));
-  EXPECT_NE(error.find("cannot read"), std::string::npos);
+  auto missing = load_node_config("/nonexistent/safe.yaml", true);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().find("cannot read"), std::string::npos);
 }
 
 }  // namespace

@@ -21,17 +21,17 @@ class OptionTest : public ::testing::TestWithParam<OptionCase> {};
 TEST_P(OptionTest, ParsesOrRejectsWithMessage) {
   const OptionCase& c = GetParam();
   SafeOptions options;
-  auto error = parse_option(options, c.id, c.value);
+  Status parsed = parse_option(options, c.id, c.value);
   if (c.canonical) {
-    ASSERT_FALSE(error.has_value()) << *error;
+    ASSERT_TRUE(parsed.ok()) << parsed.error();
     EXPECT_EQ(options.value_text(c.id), c.canonical);
     // The canonical text reads back to the same value.
     SafeOptions again;
-    ASSERT_FALSE(parse_option(again, c.id, options.value_text(c.id)).has_value());
+    ASSERT_TRUE(parse_option(again, c.id, options.value_text(c.id)).ok());
     EXPECT_EQ(again, options);
   } else {
-    ASSERT_TRUE(error.has_value());
-    EXPECT_EQ(*error, c.message);
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_EQ(parsed.error(), c.message);
     EXPECT_FALSE(options.any()) << "a rejected value must not be stored";
   }
 }

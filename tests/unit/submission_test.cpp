@@ -242,10 +242,11 @@ struct UpdateCase {
 class UpdateTest : public ::testing::TestWithParam<UpdateCase> {};
 TEST_P(UpdateTest, Decides) {
   const UpdateCase& c = GetParam();
-  auto problem = review_update(config(), c.update, c.user, c.admin);
-  EXPECT_EQ(!problem.has_value(), c.allowed) << problem.value_or("");
-  if (problem) {
-    EXPECT_EQ(problem->rfind("safe: ", 0), 0u);
+  Status allowed = review_update(config(), c.update, c.user, c.admin);
+  EXPECT_EQ(allowed.ok(), c.allowed) << allowed.error();
+  if (!allowed) {
+    EXPECT_EQ(allowed.error().rfind("safe: ", 0), 0u);
+    EXPECT_TRUE(allowed.refused());
   }
 }
 const UpdateCase kUpdateCases[] = {

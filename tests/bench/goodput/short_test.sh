@@ -5,8 +5,8 @@
 # own counters agree with Slurm's. It never checks that SaFE beats plain Slurm by some figure.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
-# shellcheck source-path=SCRIPTDIR source=../../integration/lib.sh
-. "$here/../../integration/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../../lib/cluster_test.sh
+. "$here/../../lib/cluster_test.sh"
 
 json=$(mktemp /tmp/goodput-test.XXXXXX)
 log=$(mktemp /tmp/goodput-test-log.XXXXXX)

@@ -10,12 +10,12 @@
 #   job_field_in DIR JOB FIELD      one field
 #   now_ms                          wall clock in milliseconds (tests/lib/slurm_jobs.sh)
 
-SIDE_BY_SIDE_CLUSTER=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../cluster" && pwd -P)/safe-cluster
-export SAFE_BUILD_DIR=${SAFE_BUILD_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd -P)/build}
+SIDE_BY_SIDE_CLUSTER=$(cd "$(dirname "${BASH_SOURCE[0]}")/../cluster" && pwd -P)/safe-cluster
+export SAFE_BUILD_DIR=${SAFE_BUILD_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)/build}
 SAFE_DIR="" PLAIN_DIR="" WORK=""
 
-# shellcheck source=../../lib/slurm_jobs.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../../lib/slurm_jobs.sh"
+# shellcheck source=slurm_jobs.sh
+. "$(dirname "${BASH_SOURCE[0]}")/slurm_jobs.sh"
 
 in_cluster() { (
     # shellcheck disable=SC1091

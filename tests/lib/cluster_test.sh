@@ -2,6 +2,10 @@
 # Helpers for the integration tests on a real local Slurm cluster (tests/cluster/safe-cluster).
 # Source this file; every helper prints "FAIL: ..." to stderr and exits 1 on failure.
 
+# job_fields, job_field and now_ms (one snapshot of a job; the clock in milliseconds).
+# shellcheck source=slurm_jobs.sh
+. "$(dirname "${BASH_SOURCE[0]}")/slurm_jobs.sh"
+
 # Absolute path of tests/cluster/safe-cluster, for tests that start their own cluster.
 SAFE_CLUSTER_BIN=$(cd "$(dirname "${BASH_SOURCE[0]}")/../cluster" && pwd -P)/safe-cluster
 export SAFE_CLUSTER_BIN

@@ -1,0 +1,367 @@
+#include "controller/safed/safed_daemon.hpp"
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "common/authenticator.hpp"
+#include "common/http_service.hpp"
+#include "common/job_user.hpp"
+#include "common/slurm/libslurm.hpp"
+#include "common/user_directory.hpp"
+#include "controller/safed/cluster_shape_publisher.hpp"
+#include "controller/safed/controller_api.hpp"
+#include "controller/safed/dead_node_detector.hpp"
+#include "controller/safed/deadline_reader.hpp"
+#include "controller/safed/failover_planner.hpp"
+#include "controller/safed/job_files.hpp"
+#include "controller/safed/slurmd_prober.hpp"
+#include "controller/safed/state_store.hpp"
+#include "controller/safed/status_report.hpp"
+
+namespace safe {
+namespace {
+
+long long now_s() { return static_cast<long long>(std::time(nullptr)); }
+
+long long wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void log_line(const std::string& line) {
+  char stamp[32];
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);  // the loop, the probe thread and request handlers all log
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::cerr << stamp << " " << line << std::endl;
+}
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1" || host == "[::1]";
+}
+
+class Safed {
+ public:
+  Safed(const SafedSettings& settings, std::string host, int port, const SafeConfig& config,
+        const std::atomic<bool>& stop, std::atomic<bool>& reload)
+      : settings_(settings), host_(std::move(host)), port_(port), config_(config), stop_(stop), reload_(reload),
+        db_path_(settings.state_dir + "/safed.sqlite"), store_(db_path_), read_store_(db_path_),
+        slurm_(make_libslurm_client()), user_reader_({}, now_s), evidence_reader_({}, now_s),
+        files_(config.health.state_dir + "/evidence", user_reader_, evidence_reader_),
+        planner_(make_planner(config)), detector_(*slurm_, store_),
+        // Where the job_submit plugin reads the cluster shape: safe.yaml's controller.state_dir,
+        // which --state-dir does not change (slurmctld reads safe.yaml, not safed's command line).
+        shape_publisher_(cluster_shape_path(config.controller.state_dir)) {
+    health_.started = now_s();
+  }
+
+  int run();
+
+ private:
+  std::unique_ptr<FailoverPlanner> make_planner(const SafeConfig& c);
+  ControllerData api_data();
+  void probe_loop();
+  void reload_config();
+  void reconcile_pass();
+  void publish_shape(long long now, const std::vector<SlurmNode>& nodes);
+  void read_licenses();
+  void prune(long long now);
+  // Waits for the next pass: at once when a pass waits for reads that just came in.
+  void wait_for_next_pass();
+  // Sleeps until `until` or until safed stops.
+  void sleep_until(std::chrono::steady_clock::time_point until) const;
+
+  const SafedSettings settings_;
+  const std::string host_;  // of settings_.listen
+  const int port_;
+  const SafeConfig config_;
+  const std::atomic<bool>& stop_;
+  std::atomic<bool>& reload_;
+  const std::string db_path_;
+  StateStore store_;
+  StateStore read_store_;  // the HTTP thread's own connection (WAL: readers do not block)
+  std::unique_ptr<SlurmClient> slurm_;
+  // Job files are read on workers with a deadline, never under `mutex_` (deadline_reader.hpp).
+  DeadlineReader user_reader_;
+  DeadlineReader evidence_reader_;
+  AsyncJobFiles files_;
+  JobUserCache user_cache_;
+  std::unique_ptr<FailoverPlanner> planner_;
+  DeadNodeDetector detector_;
+  ControllerHealth health_;
+  ClusterShapePublisher shape_publisher_;
+  std::mutex mutex_;       // guards planner_, detector_, health_, store_, and every libslurm call
+  std::mutex read_mutex_;  // read_store_'s one connection, shared by the API's workers
+  int failures_ = 0;       // Slurm reads failed in a row
+  long long licenses_at_ = 0, pruned_at_ = 0, shape_at_ = 0;
+  std::string shape_error_, licenses_error_;  // the last ones logged: each is logged once
+  std::chrono::steady_clock::time_point next_pass_ = std::chrono::steady_clock::now();
+};
+
+std::unique_ptr<FailoverPlanner> Safed::make_planner(const SafeConfig& c) {
+  auto p = std::make_unique<FailoverPlanner>(c, *slurm_, store_, files_, slurm_->output_pattern_dialect());
+  p->set_user_names([this](std::uint32_t uid) {
+    auto user = user_cache_.get(uid, std::time(nullptr));
+    return user ? user->name : std::to_string(uid);
+  });
+  return p;
+}
+
+// The API: munge or Slurm JWT, like the bridge (auth in safe.yaml); each user sees their own.
+ControllerData Safed::api_data() {
+  return {
+      [this] {
+        std::lock_guard lock(mutex_);
+        return render_metrics(*planner_, health_, now_s());
+      },
+      [this](std::optional<std::uint32_t> user) {
+        std::lock_guard lock(mutex_);
+        return render_status_json(*planner_, health_, now_s(), user);
+      },
+      [this](bool all, std::optional<std::uint32_t> user) {
+        std::lock_guard lock(read_mutex_);
+        return render_jobs_json(read_store_, all, user);
+      },
+      [this](std::uint32_t id, std::optional<long long> submitted, std::optional<std::uint32_t> user) {
+        std::lock_guard lock(read_mutex_);
+        return render_job_json(read_store_, id, submitted, user);
+      },
+      [this](const std::string& node) {
+        std::lock_guard lock(mutex_);
+        Status released = planner_->release_node(node, now_s());
+        for (const auto& line : planner_->take_log()) log_line(line);
+        return released;
+      },
+  };
+}
+
+// The probes wait on sockets without the lock: a round of slow probes never holds up a reconcile
+// pass, and the lock is taken only to pick the targets and to act on the results.
+void Safed::probe_loop() {
+  while (!stop_) {
+    SlurmdProbeConfig probe;
+    std::vector<ProbeTarget> targets;
+    {
+      std::lock_guard lock(mutex_);
+      probe = planner_->config().controller.slurmd_probe;
+      if (probe.interval_ms > 0 && health_.slurm_ok) targets = detector_.targets(*planner_);
+    }
+    auto round_start = std::chrono::steady_clock::now();
+    if (!targets.empty()) {
+      auto results = probe_slurmds(targets, probe.timeout_ms, probe.max_in_flight);
+      std::lock_guard lock(mutex_);
+      try {
+        detector_.apply(results, *planner_, {probe.failures, 2}, wall_ms());
+      } catch (const std::exception& e) {
+        log_line(std::string("safed: slurmd probe round failed: ") + e.what());
+      }
+      planner_->set_unanswered_nodes(detector_.unanswered());
+      for (const auto& line : detector_.take_log()) log_line(line);
+      health_.probe_targets = targets.size();
+      health_.probe_round_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - round_start).count();
+      health_.nodes_downed = detector_.downed();
+      health_.nodes_resumed = detector_.resumed();
+    }
+    sleep_until(round_start + std::chrono::milliseconds(probe.interval_ms > 0 ? probe.interval_ms : 1000));
+  }
+}
+
+void Safed::sleep_until(std::chrono::steady_clock::time_point until) const {
+  while (!stop_ && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        std::chrono::milliseconds(50), until - std::chrono::steady_clock::now()));
+}
+
+void Safed::reload_config() {
+  ConfigResult fresh = load_config_file(settings_.config_path);
+  std::lock_guard lock(mutex_);
+  if (fresh.ok()) {
+    planner_->set_config(*fresh.config);
+    log_line("safed: reloaded " + settings_.config_path);
+  } else {
+    log_line("safed: kept the previous config: " + settings_.config_path + " has errors (first: " +
+             fresh.errors.front().to_string() + "); fix it and send SIGHUP again");
+  }
+}
+
+// One pass: both lists from Slurm, or nothing (never act on partial data); then the planner, and
+// the periodic chores.
+void Safed::reconcile_pass() {
+  std::lock_guard lock(mutex_);
+  auto t0 = std::chrono::steady_clock::now();
+  auto nodes = slurm_->load_nodes();
+  auto jobs = nodes ? slurm_->load_jobs() : Result<std::vector<SlurmJob>>(Error{nodes.error()});
+  if (!nodes || !jobs) {
+    // Wait, with growing pauses (wait_for_next_pass), until both lists load.
+    const std::string& error = jobs.error();
+    if (failures_ == 0 || health_.slurm_error != error)
+      log_line("safed: " + error + "; retrying (no action until Slurm answers)");
+    health_.slurm_ok = false;
+    health_.slurm_error = error;
+    ++failures_;
+    for (const auto& line : planner_->take_log()) log_line(line);
+    return;
+  }
+  if (failures_) log_line("safed: Slurm reachable again");
+  failures_ = 0;
+  health_.slurm_ok = true;
+  health_.slurm_error.clear();
+  long long now = now_s();
+  try {
+    planner_->reconcile(*jobs, *nodes, now);
+    ++health_.passes;  // a pass rolled back is none: tests count passes in which safed could act
+  } catch (const std::exception& e) {
+    // The pass was rolled back: start again from the store, as after a crash of safed.
+    log_line(std::string("safed: reconcile pass failed: ") + e.what() + "; reloading the state store");
+    for (const auto& line : planner_->take_log()) log_line(line);
+    try {
+      planner_ = make_planner(planner_->config());
+    } catch (const std::exception& reload) {
+      log_line(std::string("safed: cannot reload the state store: ") + reload.what());
+    }
+  }
+  if (now - pruned_at_ >= 3600) {
+    prune(now);
+    pruned_at_ = now;
+  }
+  if (now - shape_at_ >= 10) {
+    publish_shape(now, *nodes);
+    shape_at_ = now;
+  }
+  if (now - licenses_at_ >= 10) {
+    read_licenses();
+    licenses_at_ = now;
+  }
+  health_.last_pass = now;
+  health_.last_pass_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  for (const auto& line : planner_->take_log()) log_line(line);
+}
+
+void Safed::publish_shape(long long now, const std::vector<SlurmNode>& nodes) {
+  auto parts = slurm_->load_partitions();
+  Status published = parts ? shape_publisher_.publish(build_cluster_shape(*parts, nodes, now), now)
+                           : Status(Error{"safed: " + parts.error()});
+  if (!published && published.error() != shape_error_) log_line(published.error());
+  shape_error_ = published ? "" : published.error();
+}
+
+void Safed::read_licenses() {
+  auto licenses = slurm_->load_licenses();
+  if (licenses) health_.licenses = *licenses;
+  else if (licenses.error() != licenses_error_)
+    log_line("safed: " + licenses.error() + " (the status shows the last licenses read)");
+  licenses_error_ = licenses.error();
+}
+
+// Hourly: the store keeps finished jobs for controller.keep_history_days; the evidence of jobs
+// safed never classified (not SaFE's, or safed was down) goes after a week.
+void Safed::prune(long long now) {
+  int days = planner_->config().controller.keep_history_days;
+  try {
+    if (days > 0) {
+      long long before = now - 86400LL * days;
+      before = std::min(before, now - planner_->config().failover.lemon_window_s);
+      store_.begin();
+      long long n = store_.prune(before);
+      store_.commit();
+      if (n)
+        log_line("safed: pruned " + std::to_string(n) + " jobs that ended more than " + std::to_string(days) +
+                 " days ago from the state store");
+    }
+  } catch (const std::exception& e) {
+    store_.rollback();
+    log_line(std::string("safed: pruning the state store failed: ") + e.what());
+  }
+  files_.sweep_evidence(now - 7 * 86400, 100000);
+  user_reader_.forget_idle(std::chrono::seconds(600));
+  evidence_reader_.forget_idle(std::chrono::seconds(600));
+}
+
+void Safed::wait_for_next_pass() {
+  // Reads a pass is waiting for (the evidence of an attempt that just ended, a checkpoint)
+  // usually take a millisecond: wait for them, without the lock, and pass again at once.
+  bool evidence_answered = evidence_reader_.wait_for_urgent(std::chrono::milliseconds(250));
+  if (user_reader_.wait_for_urgent(std::chrono::milliseconds(250)) || evidence_answered) return;
+  int delay_ms = planner_->config().controller.poll_interval_ms;
+  if (failures_) delay_ms = std::min(30000, delay_ms << std::min(failures_, 5));
+  next_pass_ += std::chrono::milliseconds(delay_ms);
+  auto now = std::chrono::steady_clock::now();
+  if (next_pass_ < now) next_pass_ = now;
+  while (!stop_ && !reload_ && std::chrono::steady_clock::now() < next_pass_)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
+
+int Safed::run() {
+  AuthSettings auth_settings = auth_settings_from(config_.auth);
+  if (!config_.auth.jwt_key_file.empty()) {
+    auto key = read_jwt_key(config_.auth.jwt_key_file);
+    if (!key) {
+      std::cerr << "safed: " << key.error() << "\n";
+      return 1;
+    }
+    auth_settings.jwt_key = *key;
+  }
+  LibMungeDecoder munge;
+  SystemUserDirectory users;
+  Authenticator auth(auth_settings, &munge, &users);
+  ControllerApi api(auth, api_data());
+  raise_open_file_limit();
+  HttpServiceSettings http_settings;
+  http_settings.host = host_;
+  http_settings.port = port_;
+  http_settings.limits.max_body_bytes = 64 << 10;  // no route takes a body
+  http_settings.limits.max_connections = 1024;
+  http_settings.limits.workers = 4;
+  HttpService http(http_settings, [&api](const HttpRequest& r) { return api.handle(r); }, ControllerApi::is_inline);
+  if (auto started = http.start(); !started) {
+    std::cerr << "safed: " << started.error() << "; set controller.listen or --listen\n";
+    return 1;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(config_.controller.state_dir, ec);
+  std::thread probe_thread([this] { probe_loop(); });
+  log_line("safed: started; config " + settings_.config_path + ", state " + db_path_ + ", listening on " +
+           settings_.listen);
+  if (!is_loopback(host_))
+    log_line("safed: warning: " + settings_.listen + " is not a loopback address: credentials and job records cross "
+             "the network in clear text; keep controller.listen on 127.0.0.1 or put TLS in front (docs/security.md)");
+  while (!stop_) {
+    if (reload_.exchange(false)) reload_config();
+    reconcile_pass();
+    wait_for_next_pass();
+  }
+  log_line("safed: stopping");
+  probe_thread.join();
+  http.stop();
+  return 0;
+}
+
+}  // namespace
+
+int run_safed(const SafedSettings& settings, const SafeConfig& config, const std::atomic<bool>& stop,
+              std::atomic<bool>& reload) {
+  std::string host;
+  int port = 0;
+  if (!split_listen_address(settings.listen, host, port)) {
+    std::cerr << "safed: bad listen address '" << settings.listen << "'; expected HOST:PORT\n";
+    return 1;
+  }
+  try {
+    std::error_code ec;
+    std::filesystem::create_directories(settings.state_dir, ec);
+    Safed safed(settings, host, port, config, stop, reload);
+    return safed.run();
+  } catch (const std::exception& e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace safe

@@ -1,0 +1,121 @@
+// The Kubernetes target's threads: recovery, then a one-second tick (failovers waiting on their
+// lead time, hang polls), and the pod and node watches that call reconcile. Owned by the target:
+// its destructor stops and joins them.
+#include <chrono>
+#include <cstdio>
+
+#include "kube-bridge/kube_manifests.hpp"
+#include "kube-bridge/kube_observations.hpp"
+#include "kube-bridge/kube_target.hpp"
+
+namespace safe::bridge {
+namespace {
+
+std::string label(std::string_view name) { return std::string(kKubePrefix) + std::string(name); }
+
+}  // namespace
+
+KubeTarget::~KubeTarget() {
+  for (auto& t : threads_) t.request_stop();
+  threads_.clear();  // joins them, while everything they use still exists
+}
+
+bool KubeTarget::pause(const std::stop_token& stop, std::chrono::milliseconds d) {
+  std::unique_lock lock(wake_mutex_);
+  wake_.wait_for(lock, stop, d, [] { return false; });
+  return !stop.stop_requested();
+}
+
+bool KubeTarget::wait_recovered(const std::stop_token& stop) {
+  std::unique_lock lock(wake_mutex_);
+  return wake_.wait(lock, stop, [this] { return recovered_.load(); });
+}
+
+void KubeTarget::reconcile_all() {
+  std::vector<std::string> names;
+  {
+    std::lock_guard lock(state_mutex_);
+    for (const auto& [n, w] : workloads_)
+      if (is_active(w.phase)) names.push_back(n);
+  }
+  for (const auto& n : names) reconcile(n);
+}
+
+// List, then watch from the list's resourceVersion; after a disconnect resume from the last
+// version seen; after 410 Gone (the version was compacted away) list again.
+void KubeTarget::watch_loop(const std::stop_token& stop, const std::string& collection, bool pods) {
+  std::string rv;
+  std::string selector = pods ? "&labelSelector=" + url_escape(label("workload")) : "";
+  auto last_resync = std::chrono::steady_clock::now();
+  while (!stop.stop_requested()) {
+    if (rv.empty()) {
+      KubeResponse r = client_.request("GET", collection + (pods ? "?" + selector.substr(1) : ""));
+      if (r.status != 200) {
+        pause(stop, std::chrono::seconds(1));
+        continue;
+      }
+      rv = list_resource_version(r.body);
+      reconcile_all();
+    }
+    KubeResponse r = client_.watch(collection + "?watch=1&allowWatchBookmarks=true&timeoutSeconds=60&resourceVersion=" +
+                                       url_escape(rv) + selector,
+                                   [&](std::string_view line) {
+                                     KubeWatchEvent ev = parse_watch_event(line);
+                                     if (ev.type == "ERROR") {
+                                       if (ev.expired) rv.clear();
+                                       return false;
+                                     }
+                                     if (!ev.resource_version.empty()) rv = ev.resource_version;
+                                     if (ev.type == "BOOKMARK") return !stop.stop_requested();
+                                     if (!pods) reconcile_all();
+                                     else if (!ev.workload.empty()) reconcile(ev.workload);
+                                     return !stop.stop_requested();
+                                   },
+                                   stop);
+    if (r.status == 410) rv.clear();
+    if (r.status == 0 || r.status >= 500) pause(stop, std::chrono::milliseconds(500));
+    // Informer-style resync: catches anything a watch could not express (none expected).
+    if (std::chrono::steady_clock::now() - last_resync > std::chrono::seconds(60)) {
+      last_resync = std::chrono::steady_clock::now();
+      reconcile_all();
+    }
+  }
+}
+
+void KubeTarget::start() {
+  const std::string ns = url_escape(kube_.namespace_);
+  threads_.reserve(3);
+  threads_.emplace_back([this](std::stop_token stop) {
+    std::string last;
+    for (Status recovered = recover(); !recovered; recovered = recover()) {
+      if (recovered.error() != last) std::fprintf(stderr, "safe-kube-bridge: %s; retrying\n", recovered.error().c_str());
+      last = recovered.error();
+      if (!pause(stop, std::chrono::seconds(1))) return;
+    }
+    {
+      std::lock_guard lock(wake_mutex_);  // so that no waiter misses it
+    }
+    wake_.notify_all();
+    // Failovers whose old pods never report back (a dead node) go on when the lead time is over;
+    // workloads with a hangTimeout get their pod logs looked at when due.
+    while (pause(stop, std::chrono::seconds(1))) {
+      std::vector<std::string> waiting;
+      {
+        std::lock_guard lock(state_mutex_);
+        std::time_t now = clock_();
+        for (const auto& [n, w] : workloads_)
+          if (w.draining_attempt && w.phase == WorkloadPhase::pending && now >= w.drain_deadline) waiting.push_back(n);
+      }
+      for (const auto& n : waiting) reconcile(n);
+      poll_hangs();
+    }
+  });
+  threads_.emplace_back([this, ns](std::stop_token stop) {
+    if (wait_recovered(stop)) watch_loop(stop, "/api/v1/namespaces/" + ns + "/pods", true);
+  });
+  threads_.emplace_back([this](std::stop_token stop) {
+    if (wait_recovered(stop)) watch_loop(stop, "/api/v1/nodes", false);
+  });
+}
+
+}  // namespace safe::bridge
