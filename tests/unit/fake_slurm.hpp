@@ -54,6 +54,7 @@ class FakeSlurm : public SlurmClient, public SlurmNodeControl {
     n.state = state;
     n.idle = state.starts_with("IDLE");
     n.drain = state.find("DRAIN") != std::string::npos;
+    n.down = n.state_down = state.starts_with("DOWN") || state.find("FAIL") != std::string::npos;
     n.reason = reason;
     nodes.push_back(n);
     return nodes.back();
