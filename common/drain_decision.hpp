@@ -6,7 +6,7 @@
 #include <string>
 
 #include "common/health_history.hpp"
-#include "common/slurm_node_status.hpp"
+#include "common/slurm/node_status.hpp"
 
 namespace safe {
 

@@ -10,7 +10,7 @@
 
 #include "common/process_runner.hpp"
 #include "common/result.hpp"
-#include "common/slurm_node_status.hpp"
+#include "common/slurm/node_status.hpp"
 
 namespace safe {
 

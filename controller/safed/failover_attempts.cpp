@@ -255,22 +255,23 @@ void FailoverPlanner::start_failover(TrackedJob& t, const SlurmJob& job, const J
   log("safed: job " + std::to_string(job.id) + " attempt " + std::to_string(attempt + 1) + ": " + c.summary() + " (" +
       c.rule + ")");
 
-  if (by_slurm && !is_retried(c.failure_class, config_.failover)) {
-    // Requeued by an administrator or by Slurm for a reason SaFE has no fault for: theirs to own.
-    t.record.state = SafeJobState::pending;
-    return;
-  }
-  if (!is_retried(c.failure_class, config_.failover)) {
-    finish_without_failover(t, job, meta, c, "not retried: " + cls + " is not in failover.retry_classes", now);
-    return;
-  }
-  if (!refused && t.record.retries_used >= meta.settings.retries) {
-    ++counters_.refused_exhausted;
-    finish_without_failover(t, job, meta, c,
-                            "not retried: retries exhausted (" + std::to_string(t.record.retries_used) + "/" +
-                                std::to_string(meta.settings.retries) + ")",
-                            now);
-    return;
+  switch (decide_after_failure(by_slurm, refused, is_retried(c.failure_class, config_.failover),
+                               t.record.retries_used, meta.settings.retries)) {
+    case AfterFailure::leave_to_owner:
+      t.record.state = SafeJobState::pending;
+      return;
+    case AfterFailure::not_retried:
+      finish_without_failover(t, job, meta, c, "not retried: " + cls + " is not in failover.retry_classes", now);
+      return;
+    case AfterFailure::retries_exhausted:
+      ++counters_.refused_exhausted;
+      finish_without_failover(t, job, meta, c,
+                              "not retried: retries exhausted (" + std::to_string(t.record.retries_used) + "/" +
+                                  std::to_string(meta.settings.retries) + ")",
+                              now);
+      return;
+    case AfterFailure::fail_over:
+      break;
   }
   FailoverRecord f;
   f.job_id = job.id;

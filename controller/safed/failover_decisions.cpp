@@ -4,9 +4,54 @@
 
 #include "common/failure_classification.hpp"
 #include "common/hostlist.hpp"
+#include "common/lemon_detection.hpp"
 #include "controller/safed/slurmd_liveness.hpp"
 
 namespace safe {
+namespace {
+
+bool has_prefix(const std::string& s, std::string_view p) { return s.compare(0, p.size(), p) == 0; }
+
+}  // namespace
+
+
+std::string_view to_string(NodeCondition c) {
+  switch (c) {
+    case NodeCondition::ok: return "ok";
+    case NodeCondition::safe_drain: return "safe_drain";
+    case NodeCondition::quarantined: return "quarantined";
+    case NodeCondition::down: return "down";
+    case NodeCondition::admin_drain: return "admin_drain";
+  }
+  return "ok";
+}
+
+NodeCondition node_condition(const SlurmNode& n) {
+  if (n.drain && has_prefix(n.reason, kQuarantinePrefix)) return NodeCondition::quarantined;
+  if (n.down) return NodeCondition::down;
+  if (n.drain && has_prefix(n.reason, kSafeDrainPrefix)) return NodeCondition::safe_drain;
+  if (n.drain) return NodeCondition::admin_drain;
+  return NodeCondition::ok;
+}
+
+NodeStep decide_node(const SlurmNode& n, bool quarantined, bool in_fault) {
+  NodeStep s;
+  NodeCondition c = node_condition(n);
+  if (quarantined && c != NodeCondition::quarantined) {
+    if (n.drain || n.down) s.restore_quarantine = true;
+    else s.end_quarantine = true;
+  }
+  bool faulty = c == NodeCondition::safe_drain || c == NodeCondition::down;
+  s.record_fault = faulty && !in_fault;
+  s.in_fault = faulty || c == NodeCondition::quarantined;
+  return s;
+}
+
+AfterFailure decide_after_failure(bool by_slurm, bool refused, bool retried, int retries_used, int max_retries) {
+  if (!retried) return by_slurm ? AfterFailure::leave_to_owner : AfterFailure::not_retried;
+  if (!refused && retries_used >= max_retries) return AfterFailure::retries_exhausted;
+  return AfterFailure::fail_over;
+}
 
 bool ended(SlurmJobState s) {
   return s != SlurmJobState::pending && s != SlurmJobState::running && s != SlurmJobState::suspended &&

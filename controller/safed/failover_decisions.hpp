@@ -96,6 +96,35 @@ FailoverStep decide_requeued(const FailoverRecord& f, const SlurmJob& job, const
 // Adds `node` to the failover's bad nodes as a node fault (false when it was there already).
 bool blame_node(FailoverRecord& f, const std::string& node, const std::string& reason);
 
+// A node as the planner sees it: in service, drained by SaFE's health checks, quarantined as a
+// lemon, down (or not responding), or drained by an administrator.
+enum class NodeCondition { ok, safe_drain, quarantined, down, admin_drain };
+std::string_view to_string(NodeCondition c);
+NodeCondition node_condition(const SlurmNode& n);
+
+// What a pass does about one node.
+struct NodeStep {
+  bool restore_quarantine = false;  // SaFE's quarantine reason was replaced on a node out of service: set it again
+  bool end_quarantine = false;      // a quarantined node was resumed outside SaFE: the quarantine is over
+  bool record_fault = false;        // a fault episode begins: recorded (and the node perhaps found a lemon)
+  bool in_fault = false;            // the node's episode after this pass
+};
+// `quarantined`: SaFE holds the node in quarantine; `in_fault`: its fault episode is recorded. One
+// fault per episode: a node that goes from not responding to DOWN, or whose SaFE reason is
+// reworded, has still failed once.
+NodeStep decide_node(const SlurmNode& n, bool quarantined, bool in_fault);
+
+// What follows a classified failure of an attempt.
+enum class AfterFailure {
+  leave_to_owner,     // requeued by Slurm or an administrator for a reason SaFE has no fault for: theirs
+  not_retried,        // its class is not in failover.retry_classes: recorded (and held if Slurm requeued it)
+  retries_exhausted,  // the job used its retries: recorded (and held)
+  fail_over,
+};
+// `by_slurm`: the run was requeued before SaFE acted (by Slurm, or refused by the prolog);
+// `refused`: the prolog refused the run (it never started, so it costs no retry).
+AfterFailure decide_after_failure(bool by_slurm, bool refused, bool retried, int retries_used, int max_retries);
+
 // Slurm's base state says the job ran to an end (not pending, running or suspended).
 bool ended(SlurmJobState s);
 

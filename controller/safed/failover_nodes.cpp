@@ -6,31 +6,6 @@
 #include "controller/safed/failover_planner.hpp"
 
 namespace safe {
-namespace {
-
-bool has_prefix(const std::string& s, std::string_view p) { return s.compare(0, p.size(), p) == 0; }
-
-}  // namespace
-
-std::string_view to_string(NodeCondition c) {
-  switch (c) {
-    case NodeCondition::ok: return "ok";
-    case NodeCondition::safe_drain: return "safe_drain";
-    case NodeCondition::quarantined: return "quarantined";
-    case NodeCondition::down: return "down";
-    case NodeCondition::admin_drain: return "admin_drain";
-  }
-  return "ok";
-}
-
-NodeCondition node_condition(const SlurmNode& n) {
-  if (n.drain && has_prefix(n.reason, kQuarantinePrefix)) return NodeCondition::quarantined;
-  if (n.down) return NodeCondition::down;
-  if (n.drain && has_prefix(n.reason, kSafeDrainPrefix)) return NodeCondition::safe_drain;
-  if (n.drain) return NodeCondition::admin_drain;
-  return NodeCondition::ok;
-}
-
 void FailoverPlanner::observe_nodes(const std::vector<SlurmNode>& nodes, long long now) {
   // The index by name is rebuilt only when the names change (rarely: nodes added or removed).
   // Otherwise the copy below assigns element by element into the same storage, so every pointer
@@ -57,23 +32,20 @@ void FailoverPlanner::observe_nodes(const std::vector<SlurmNode>& nodes, long lo
       known = in_fault_.emplace(n.name, c == NodeCondition::down && !n.reason_time).first;
     }
     auto q = quarantined_.find(n.name);
-    if (q != quarantined_.end() && c != NodeCondition::quarantined) {
-      if (n.drain || n.down) {
-        // Someone replaced our reason (e.g. the health checker drained it again): restore it.
-        Status restored = slurm_.drain_node(n.name, q->second.reason);
-        if (!restored) log("safed: node " + n.name + ": cannot restore its quarantine: " + restored.error());
-      } else {
-        store_.release_quarantine(n.name, now);
-        log_action(now, {}, n.name, "quarantine ended", "resumed outside SaFE (scontrol)", true);
-        quarantined_.erase(q);
-        faults_[n.name].clear();
-      }
+    NodeStep step = decide_node(n, q != quarantined_.end(), known->second);
+    if (step.restore_quarantine) {
+      // Someone replaced our reason (e.g. the health checker drained it again).
+      Status restored = slurm_.drain_node(n.name, q->second.reason);
+      if (!restored) log("safed: node " + n.name + ": cannot restore its quarantine: " + restored.error());
     }
-    // One fault per episode: a node that goes from not responding to DOWN, or whose SaFE reason
-    // is reworded, has still failed once.
-    bool faulty = c == NodeCondition::safe_drain || c == NodeCondition::down;
-    if (faulty && !known->second) record_fault(n, c, now);
-    known->second = faulty || c == NodeCondition::quarantined;
+    if (step.end_quarantine) {
+      store_.release_quarantine(n.name, now);
+      log_action(now, {}, n.name, "quarantine ended", "resumed outside SaFE (scontrol)", true);
+      quarantined_.erase(q);
+      faults_[n.name].clear();
+    }
+    if (step.record_fault) record_fault(n, c, now);
+    known->second = step.in_fault;
   }
 }
 

@@ -33,9 +33,6 @@
 
 namespace safe {
 
-enum class NodeCondition { ok, safe_drain, quarantined, down, admin_drain };
-std::string_view to_string(NodeCondition c);
-NodeCondition node_condition(const SlurmNode& n);
 
 // What the planner keeps about one SaFE job between passes.
 struct TrackedJob {

@@ -53,6 +53,63 @@ const EventCase kEventCases[] = {
 INSTANTIATE_TEST_SUITE_P(Table, AttemptEventTest, ::testing::ValuesIn(kEventCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// ---- what a pass does about a node
+
+struct NodeCase {
+  const char* name;
+  bool drain, down;
+  const char* reason;
+  bool quarantined, in_fault;
+  bool restore, end, record, in_fault_after;
+};
+
+class NodeStepTest : public ::testing::TestWithParam<NodeCase> {};
+
+TEST_P(NodeStepTest, Decides) {
+  const NodeCase& c = GetParam();
+  SlurmNode n;
+  n.name = "n1";
+  n.drain = c.drain;
+  n.down = c.down;
+  n.reason = c.reason;
+  NodeStep s = decide_node(n, c.quarantined, c.in_fault);
+  EXPECT_EQ(c.restore, s.restore_quarantine) << c.name;
+  EXPECT_EQ(c.end, s.end_quarantine) << c.name;
+  EXPECT_EQ(c.record, s.record_fault) << c.name;
+  EXPECT_EQ(c.in_fault_after, s.in_fault) << c.name;
+}
+
+const NodeCase kNodeCases[] = {
+    {"healthy", false, false, "", false, false, false, false, false, false},
+    {"safe_drain_starts_an_episode", true, false, "SaFE: gpu0 ECC", false, false, false, false, true, true},
+    {"same_episode_once", true, false, "SaFE: gpu0 ECC again", false, true, false, false, false, true},
+    {"not_responding_then_down_is_one_episode", false, true, "Not responding", false, true, false, false, false, true},
+    {"down_starts_an_episode", false, true, "", false, false, false, false, true, true},
+    {"admin_drain_is_no_fault", true, false, "replacing a fan", false, false, false, false, false, false},
+    {"healthy_again_ends_the_episode", false, false, "", false, true, false, false, false, false},
+    {"quarantine_holds_the_episode", true, false, "SaFE-quarantine: lemon", true, true, false, false, false, true},
+    {"quarantine_reason_replaced", true, false, "SaFE: gpu1 hot", true, true, true, false, false, true},
+    {"quarantined_node_down", false, true, "Not responding", true, true, true, false, false, true},
+    {"quarantined_node_resumed_outside", false, false, "", true, true, false, true, false, false},
+};
+INSTANTIATE_TEST_SUITE_P(Table, NodeStepTest, ::testing::ValuesIn(kNodeCases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// ---- after a classified failure
+
+TEST(FailoverDecisions, AfterAFailure) {
+  using A = AfterFailure;
+  // by_slurm, refused, retried, used, max
+  EXPECT_EQ(A::fail_over, decide_after_failure(false, false, true, 0, 3));
+  EXPECT_EQ(A::fail_over, decide_after_failure(true, false, true, 2, 3)) << "Slurm requeued it after a node fault";
+  EXPECT_EQ(A::retries_exhausted, decide_after_failure(false, false, true, 3, 3));
+  EXPECT_EQ(A::retries_exhausted, decide_after_failure(true, false, true, 3, 3));
+  EXPECT_EQ(A::fail_over, decide_after_failure(true, true, true, 3, 3)) << "a run the prolog refused costs no retry";
+  EXPECT_EQ(A::not_retried, decide_after_failure(false, false, false, 0, 3)) << "a user error";
+  EXPECT_EQ(A::leave_to_owner, decide_after_failure(true, false, false, 0, 3)) << "requeued by an administrator";
+  EXPECT_EQ(A::retries_exhausted, decide_after_failure(false, false, true, 0, 0)) << "no retries: never failed over";
+}
+
 // ---- waiting: backoff, then the checkpoint signal
 
 TEST(FailoverDecisions, WaitingHoldsUntilTheBackoffIsOverThenSignalsARunningJob) {

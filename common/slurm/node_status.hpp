@@ -1,5 +1,7 @@
-// A node's state and reason as `scontrol show node -o NAME` prints them, and the reason prefixes
-// that say who owns a drain.
+// A node's state and reason as `scontrol show node -o NAME` prints them, for the node programs
+// (node_control.hpp), which read Slurm through scontrol rather than libslurm so that a stuck
+// slurmctld costs them a timeout, never a hang; and the reason prefixes that say who owns a drain.
+// The daemons read the same node as a SlurmNode (model.hpp) through libslurm.
 #pragma once
 
 #include <optional>

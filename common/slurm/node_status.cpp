@@ -1,4 +1,4 @@
-#include "common/slurm_node_status.hpp"
+#include "common/slurm/node_status.hpp"
 
 namespace safe {
 namespace {
