@@ -59,10 +59,11 @@ static void note_ended(TrackedJob& t, int run, long long now) {
   t.ended_seen = now;
 }
 
-long long FailoverPlanner::known_checkpoint_ns(const TrackedJob& t, const JobMetadata& meta, long long since) {
+long long FailoverPlanner::known_checkpoint_ns(const TrackedJob& t, const JobMetadata& meta, long long since,
+                                               long long want_since) {
   if (meta.settings.ckpt_dir.empty()) return 0;
   auto ck = files_.newest_checkpoint_ns(meta.settings.ckpt_dir, config_.checkpoint.complete_marker, t.record.user_id,
-                                        since);
+                                        since, want_since);
   return ck.is_known() ? ck.value : 0;
 }
 
@@ -82,7 +83,8 @@ bool FailoverPlanner::reads_for_ended_run(TrackedJob& t, const SlurmJob& job, lo
   }
   const std::string& dir = t.meta.settings.ckpt_dir;
   if (!dir.empty()) {
-    auto ck = files_.newest_checkpoint_ns(dir, config_.checkpoint.complete_marker, t.record.user_id, t.ended_seen);
+    auto ck = files_.newest_checkpoint_ns(dir, config_.checkpoint.complete_marker, t.record.user_id, t.ended_seen,
+                                          t.ended_seen);
     if (ck.is_pending()) ready = false;
     checkpoint = ck.is_known() ? ck.value / 1000000000LL : 0;
   }

@@ -30,7 +30,7 @@ void FailoverPlanner::settle_running_attempt(const FailoverRecord& f, TrackedJob
     if (a.attempt != f.attempt || a.end_time != 0 || a.end_state.empty()) continue;
     a.end_time = now;
     store_.put_attempt(a);
-    count_attempt(t, a.start_time, now, true, known_checkpoint_ns(t, meta, 0) / 1000000000LL);
+    count_attempt(t, a.start_time, now, true, known_checkpoint_ns(t, meta, 0, 0) / 1000000000LL);
     store_.put_job(t.record);
   }
 }
@@ -99,9 +99,13 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         // A checkpoint the job finished after the signal: newer than the signal to the
         // nanosecond (whole seconds cannot tell it from a periodic one just before it). After a
         // restart of safed only the signal's second is known: then only a later second counts.
+        // Only a read that started after the signal's second surely saw that checkpoint: from the
+        // next second on, one is asked for at once, not when the freshness window has passed (in
+        // CI the checkpoint went unseen for 4 s, and the stalled job's wait counted as lost work).
         long long fresh = now - std::max(2, 2 * config_.controller.poll_interval_ms / 1000);
+        long long want = std::max(fresh, std::min(now, f.signal_time + 1));
         long long after_ns = t.signal_sent_ns ? t.signal_sent_ns : (f.signal_time + 1) * 1000000000LL - 1;
-        bool checkpointed = !meta.settings.ckpt_dir.empty() && known_checkpoint_ns(t, meta, fresh) > after_ns;
+        bool checkpointed = !meta.settings.ckpt_dir.empty() && known_checkpoint_ns(t, meta, fresh, want) > after_ns;
         FailoverStep s = decide_signalled(f, job, grace, checkpointed, now);
         if (s.kind == FailoverStep::Kind::wait) return;
         log("safed: job " + id + ": " + s.why + "; requeueing");

@@ -150,7 +150,9 @@ class FailoverPlanner {
   // Adds an attempt's run time to its job, and for a failed attempt the work after its newest
   // complete checkpoint to the job's lost work (see lost_work.hpp).
   void count_attempt(TrackedJob& t, long long start, long long end, bool failed, long long checkpoint);
-  long long known_checkpoint_ns(const TrackedJob& t, const JobMetadata& meta, long long since);
+  // The newest complete checkpoint as last read from `since` on (0: none or not known); a new read
+  // is asked for when the newest started before `want_since`.
+  long long known_checkpoint_ns(const TrackedJob& t, const JobMetadata& meta, long long since, long long want_since);
   void settle_running_attempt(const FailoverRecord& f, TrackedJob& t, const JobMetadata& meta, long long now);
   void check_hang(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
   void log_action(long long now, const JobKey& job, const std::string& node, const std::string& action,

@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "common/checkpoint_scan.hpp"
 #include "common/hostlist.hpp"
 #include "common/json_value.hpp"
@@ -61,10 +63,10 @@ Observed<FileProgress> AsyncJobFiles::progress(const std::string& path, uid_t ow
 }
 
 Observed<long long> AsyncJobFiles::newest_checkpoint_ns(const std::string& dir, const std::string& marker,
-                                                        uid_t owner, long long since) {
+                                                        uid_t owner, long long since, long long want_since) {
   if (dir.empty()) return Observed<long long>::known(0);
   std::string key = "checkpoint:" + std::to_string(owner) + ":" + marker + ":" + dir;
-  auto answer = users_.get(key, since, since, [dir, marker, owner]() -> std::any {
+  auto answer = users_.get(key, since, std::max(since, want_since), [dir, marker, owner]() -> std::any {
     auto newest = newest_complete_checkpoint(dir, marker, owner);
     if (!newest) return Observed<long long>::unknown(newest.error());
     return Observed<long long>::known(newest->marker_mtime_ns);

@@ -46,9 +46,10 @@ class JobFiles {
   virtual Observed<FileProgress> progress(const std::string& path, uid_t owner, long long since) = 0;
   // Marker mtime of the newest complete checkpoint in `dir` that `owner` owns, in nanoseconds
   // (a checkpoint written just before a checkpoint signal must be told from one written just
-  // after it); 0 when none.
+  // after it); 0 when none. An answer from `since` on is fresh enough; a new read is made when the
+  // newest one started before `want_since` (at least `since`).
   virtual Observed<long long> newest_checkpoint_ns(const std::string& dir, const std::string& marker, uid_t owner,
-                                                   long long since) = 0;
+                                                   long long since, long long want_since) = 0;
   // Critical failing checks safe-epilog recorded for the job on `nodes` at or after
   // `attempt_start` (kind "epilog").
   virtual Observed<std::vector<NodeFault>> epilog_evidence(std::uint32_t job_id, const std::vector<std::string>& nodes,
@@ -77,7 +78,7 @@ class AsyncJobFiles final : public JobFiles {
   AsyncJobFiles(std::string evidence_dir, DeadlineReader& users, DeadlineReader& evidence);
   Observed<FileProgress> progress(const std::string& path, uid_t owner, long long since) override;
   Observed<long long> newest_checkpoint_ns(const std::string& dir, const std::string& marker, uid_t owner,
-                                           long long since) override;
+                                           long long since, long long want_since) override;
   Observed<std::vector<NodeFault>> epilog_evidence(std::uint32_t job_id, const std::vector<std::string>& nodes,
                                                    long long attempt_start, long long since) override;
   Observed<std::optional<NodeFault>> prolog_refusal(std::uint32_t job_id, int restart_count, long long since) override;

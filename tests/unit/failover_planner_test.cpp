@@ -138,6 +138,32 @@ TEST_F(PlannerTest, SafeDrainUnderRunningJobSignalsWaitsForCheckpointThenRequeue
   EXPECT_EQ(1, planner->counters().failovers_by_class.at("node_fault"));
 }
 
+// The checkpoint the signal asks for is written just after a read of the directory in the
+// signal's second. The next pass must read again at once: an answer from the signal's second is
+// still fresh by age, but cannot show that checkpoint (in CI the failover waited 4 s for the
+// freshness window to pass, and counted the stalled job's wait as lost work).
+TEST_F(PlannerTest, AfterTheSignalTheCheckpointIsReadAgainAtOnce) {
+  files.checkpoint_reads_take_a_pass = true;
+  add_job(7, "n[1-2]");
+  files.now = now;
+  pass();
+  drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
+  auto next_pass = [&] {
+    ++now;
+    files.now = now;
+    pass();
+  };
+  next_pass();  // the run on a drained node: the checkpoint signal, and a read of the directory
+  ASSERT_EQ(1, slurm.count("signal 7 " + std::to_string(SIGUSR1)));
+  long long signalled = now;
+  files.checkpoints["/ck/1"] = signalled + 1;  // the job's checkpoint, after that read
+  next_pass();
+  next_pass();
+  EXPECT_EQ(1, slurm.count("requeue 7")) << "requeued " << now - signalled
+                                         << " s after the signal; a read from the signal's second hid the checkpoint";
+  EXPECT_LE(files.checkpoint_reads, 4);
+}
+
 // Whether the prolog is refusing the run is read off the pass; an answer that arrives a pass later
 // (a busy host) must still count, or the failover would wait for ever.
 TEST_F(PlannerTest, ARunOnADrainedNodeFailsOverWhenItsPrologAnswerComesAPassLate) {

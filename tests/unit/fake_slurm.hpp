@@ -224,9 +224,33 @@ class FakeFiles : public JobFiles {
     auto it = files.find(path);
     return answer(it == files.end() ? Observed<FileProgress>::unknown("missing") : Observed<FileProgress>::known(it->second));
   }
-  Observed<long long> newest_checkpoint_ns(const std::string& dir, const std::string&, uid_t, long long) override {
+  // With `checkpoint_reads_take_a_pass`, checkpoint reads behave as DeadlineReader's: a read
+  // starts when the newest answer started before `want_since` (and none is in flight), sees the
+  // directory as it is then, and is answered in the next pass (`now` moves on); an answer counts
+  // from `since` on.
+  bool checkpoint_reads_take_a_pass = false;
+  struct CheckpointRead {
+    long long started = 0, value_ns = 0;
+  };
+  std::map<std::string, CheckpointRead> checkpoint_answers, checkpoint_reads_in_flight;
+  int checkpoint_reads = 0;
+
+  Observed<long long> newest_checkpoint_ns(const std::string& dir, const std::string&, uid_t, long long since,
+                                           long long want_since) override {
     auto it = checkpoints.find(dir);
-    return answer(Observed<long long>::known(it == checkpoints.end() ? 0 : it->second * 1000000000LL));
+    long long on_disk = it == checkpoints.end() ? 0 : it->second * 1000000000LL;
+    if (!checkpoint_reads_take_a_pass) return answer(Observed<long long>::known(on_disk));
+    if (auto f = checkpoint_reads_in_flight.find(dir); f != checkpoint_reads_in_flight.end() && f->second.started < now) {
+      checkpoint_answers[dir] = f->second;
+      checkpoint_reads_in_flight.erase(f);
+    }
+    auto a = checkpoint_answers.find(dir);
+    if (!checkpoint_reads_in_flight.count(dir) && (a == checkpoint_answers.end() || a->second.started < want_since)) {
+      checkpoint_reads_in_flight[dir] = {now, on_disk};
+      ++checkpoint_reads;
+    }
+    if (a != checkpoint_answers.end() && a->second.started >= since) return Observed<long long>::known(a->second.value_ns);
+    return {};
   }
   Observed<std::vector<NodeFault>> epilog_evidence(std::uint32_t id, const std::vector<std::string>&, long long,
                                                    long long) override {

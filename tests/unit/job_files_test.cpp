@@ -184,7 +184,7 @@ TEST_F(JobFilesTest, TailIsTheEndOfTheFileAndNeverBlocksOnAFifo) {
 
 TEST_F(JobFilesTest, NewestCompleteCheckpointOfTheJobsUser) {
   auto newest = [&](uid_t owner) {
-    return settled([&](long long s) { return files.newest_checkpoint_ns((dir() / "ckpt").string(), "COMPLETE", owner, s); });
+    return settled([&](long long s) { return files.newest_checkpoint_ns((dir() / "ckpt").string(), "COMPLETE", owner, s, s); });
   };
   EXPECT_FALSE(newest(me).is_known()) << "no directory";
   write(dir() / "ckpt/step-10/state", "10");
