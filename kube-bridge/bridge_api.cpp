@@ -11,8 +11,6 @@
 namespace safe::bridge {
 namespace {
 
-ApiResponse json_response(int status, const json_t* body) { return {status, json_text(body), "application/json", {}, ""}; }
-
 std::vector<std::string> split_path(const std::string& path) {
   std::vector<std::string> parts;
   std::size_t pos = 0;
@@ -71,6 +69,8 @@ std::optional<std::vector<std::string>> match(std::string_view pattern, const st
 }
 
 }  // namespace
+
+ApiResponse json_response(int status, const json_t* body) { return {status, json_text(body), "application/json", {}, ""}; }
 
 ApiResponse error_response(int status, const std::string& message) {
   Json body = json_take(json_object());

@@ -15,6 +15,7 @@
 
 #include "common/config.hpp"
 #include "common/http_service.hpp"
+#include "common/json_value.hpp"
 #include "common/authenticator.hpp"
 #include "kube-bridge/bridge_metrics.hpp"
 #include "kube-bridge/controller_history.hpp"
@@ -97,5 +98,7 @@ class BridgeApi {
 
 // {"error": message} with `status`.
 ApiResponse error_response(int status, const std::string& message);
+// `body` as compact JSON with `status`.
+ApiResponse json_response(int status, const json_t* body);
 
 }  // namespace safe::bridge

@@ -5,11 +5,6 @@
 #include "kube-bridge/bridge_api.hpp"
 
 namespace safe::bridge {
-namespace {
-
-ApiResponse json_response(int status, const json_t* body) { return {status, json_text(body), "application/json", {}, ""}; }
-
-}  // namespace
 
 ApiResponse BridgeApi::list_workspaces(const ApiRequest&, const Principal& who, const Captures&) {
   return workspaces(who, "");
