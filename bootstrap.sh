@@ -3,22 +3,33 @@
 #
 #   ./bootstrap.sh deps    install the Debian packages the project needs (apt-get)
 #   ./bootstrap.sh build   deps + configure + build (build/)
-#   ./bootstrap.sh test    deps + build + the whole test suite (unit and integration)
+#   ./bootstrap.sh test    deps + build + the whole test suite (unit and integration); further
+#                          arguments go to ctest (e.g. -L failover)
 #   ./bootstrap.sh demo    deps + build + a local 4-node Slurm cluster with SaFE and a demo job
 #
 # Environment: SAFE_SANITIZE=address,undefined builds into build-asan/ with sanitizers and tests
 # that build; SAFE_BUILD_DIR overrides the build directory; SAFE_DEMO_DIR the demo cluster's.
+# SAFE_SLURM_SOURCE=slurm-X.tar.gz builds that Slurm once into a cache (SAFE_SLURM_CACHE, default
+# /var/cache/safe/slurm, keyed by the tarball's checksum) and builds and tests SaFE against it
+# (build-slurm-X-SUM/) instead of Debian's Slurm; SAFE_SLURM_PREFIX does the same for a Slurm already
+# installed under a prefix.
 set -euo pipefail
 
 SOURCE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 SANITIZE=${SAFE_SANITIZE:-}
 BUILD_DIR=${SAFE_BUILD_DIR:-$SOURCE_DIR/build${SANITIZE:+-asan}}
 DEMO_DIR=${SAFE_DEMO_DIR:-/tmp/safe-demo}
+SLURM_SOURCE=${SAFE_SLURM_SOURCE:-}
+SLURM_PREFIX=${SAFE_SLURM_PREFIX:-}
+SLURM_CACHE=${SAFE_SLURM_CACHE:-/var/cache/safe/slurm}
 
-# Every Debian package the project needs, in one place.
+# Every Debian package the project needs, in one place. Debian 12 (bookworm) and 13 (trixie) name
+# a few differently: the fuzzing toolchain, and trixie's slurm-wlm no longer pulls the JWT plugin
+# the REST bridge's Slurm authentication needs.
 PACKAGES=(
-  # toolchain
-  cmake g++ make pkg-config clang-14 libfuzzer-14-dev
+  # toolchain (ccache: CI builds the same tree against several Slurm releases, and most of it does
+  # not include Slurm's headers)
+  cmake g++ make pkg-config ccache
   # Slurm and munge: daemons for the local cluster, headers and libraries to build against
   slurm-wlm slurmctld slurmd slurm-client libslurm-dev munge libmunge-dev
   # libraries
@@ -27,12 +38,22 @@ PACKAGES=(
   # tests and benchmarks
   libgtest-dev libgmock-dev jq wrk procps iproute2 util-linux shellcheck curl python3 openssl
 )
+release_packages() {
+  local codename
+  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+  case $codename in
+    bookworm) PACKAGES+=(clang-14 libfuzzer-14-dev) ;;
+    trixie) PACKAGES+=(clang libfuzzer-19-dev libclang-rt-19-dev slurm-wlm-jwt-plugin) ;;
+    *) die "this machine runs $(. /etc/os-release && echo "${PRETTY_NAME:-an unknown system}"); the project installs its packages on Debian 12 (bookworm) or 13 (trixie)" ;;
+  esac
+}
 
 log() { printf '==> %s\n' "$*"; }
 die() { printf 'bootstrap: %s\n' "$*" >&2; exit 1; }
 
 deps() {
   local missing=() pkg
+  release_packages
   for pkg in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
   done
@@ -46,10 +67,55 @@ deps() {
   apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
+# Builds the Slurm in $SLURM_SOURCE (a release tarball) into the cache, once per tarball and build
+# recipe, and sets SLURM_PREFIX to it. A build that did not finish leaves no .complete and is redone.
+# --enable-multiple-slurmd: the test cluster runs several slurmd on one host, as Debian's does.
+# slurmrestd and static libraries are not needed by SaFE or its tests. json-c gives slurmctld the
+# JSON serializer that auth/jwt needs, http-parser its HTTP endpoints (25.11 and later).
+SLURM_CONFIGURE=(--enable-multiple-slurmd --disable-slurmrestd --disable-debug --disable-static)
+SLURM_BUILD_PACKAGES=(libjson-c-dev libhttp-parser-dev)
+slurm_from_source() {
+  [[ -f $SLURM_SOURCE ]] || die "SAFE_SLURM_SOURCE=$SLURM_SOURCE: no such file (a Slurm release tarball)"
+  local sum recipe name prefix work
+  sum=$(sha256sum "$SLURM_SOURCE" | cut -c1-16)
+  recipe=$(printf '%s\n' "${SLURM_CONFIGURE[@]}" "${SLURM_BUILD_PACKAGES[@]}" | sha256sum | cut -c1-6)
+  name=$(basename "$SLURM_SOURCE" .tar.gz)
+  prefix=$SLURM_CACHE/$name-$sum-$recipe
+  SLURM_PREFIX=$prefix
+  [[ -f $prefix/.complete ]] && return 0
+  [[ $(id -u) == 0 ]] || die "building Slurm into $SLURM_CACHE needs root: sudo $0 build"
+  local missing=() pkg
+  for pkg in "${SLURM_BUILD_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if ((${#missing[@]})); then
+    log "installing what building Slurm needs: ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+  log "building $name into $prefix (once; about 6 minutes on 2 cores)"
+  rm -rf "$prefix"
+  work=$(mktemp -d)
+  tar -xzf "$SLURM_SOURCE" -C "$work"
+  (cd "$work"/*/ && ./configure --prefix="$prefix" --sysconfdir="$prefix/etc" "${SLURM_CONFIGURE[@]}" \
+      >"$work/configure.log" 2>&1 && make -j"$(nproc)" >"$work/make.log" 2>&1 && make install >"$work/install.log" 2>&1) ||
+    { tail -n 30 "$work"/*.log >&2; die "building $name failed; logs in $work"; }
+  rm -rf "$work"
+  touch "$prefix/.complete"
+}
+
 build() {
   deps
+  [[ -n $SLURM_SOURCE ]] && slurm_from_source
+  if [[ -n $SLURM_PREFIX && -z ${SAFE_BUILD_DIR:-} ]]; then
+    local name
+    name=$(basename "$SLURM_PREFIX")
+    [[ $name == slurm-* ]] || name=slurm-$name
+    BUILD_DIR=$SOURCE_DIR/build-$name${SANITIZE:+-asan}
+  fi
   local args=(-S "$SOURCE_DIR" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSAFE_WERROR=ON)
   [[ -n $SANITIZE ]] && args+=("-DSAFE_SANITIZE=$SANITIZE")
+  [[ -n $SLURM_PREFIX ]] && args+=("-DSAFE_SLURM_PREFIX=$SLURM_PREFIX")
+  command -v ccache >/dev/null && args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
   log "configuring in $BUILD_DIR"
   cmake "${args[@]}" >/dev/null
   log "building"
@@ -60,7 +126,7 @@ run_tests() {
   build
   [[ $(id -u) == 0 ]] || die "the integration tests start Slurm daemons and need root: sudo $0 test"
   log "running the test suite"
-  ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600
+  ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600 "$@"
 }
 
 demo() {
@@ -72,10 +138,10 @@ demo() {
 case "${1:-}" in
   deps) deps ;;
   build) build ;;
-  test) run_tests ;;
+  test) shift; run_tests "$@" ;;
   demo) demo ;;
   *)
-    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
     [[ -z ${1:-} || ${1:-} == -h || ${1:-} == --help ]] || exit 2
     ;;
 esac

@@ -131,6 +131,13 @@ SubmissionReview review_submission(const SafeConfig& config, const Submission& s
   c.account = decision.account;
   c.qos = decision.qos;
   c.licenses = decision.licenses;
+  if (sub.het && sub.het->offset > 0 && c.licenses && *c.licenses != sub.licenses) {
+    // The whole heterogeneous job starts and ends together: its leader holds the charge.
+    std::string added = *c.licenses;
+    if (!sub.licenses.empty() && added.starts_with(sub.licenses + ",")) added.erase(0, sub.licenses.size() + 1);
+    c.leader_licenses = added;
+    c.licenses.reset();
+  }
   c.requeue_with_append = decision.requeue_with_append;
   if (quota && charge.gpus > 0 && charge.max_nodes) {
     c.max_nodes = charge.max_nodes;

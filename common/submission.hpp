@@ -31,6 +31,9 @@ struct Submission {
 
 struct SubmissionChanges {
   std::optional<std::string> partition, account, qos, licenses, admin_comment;
+  // A later component's quota license, for its heterogeneous job's leader (component 0): Slurm
+  // (from 25.11 at least) refuses licenses on any other component, even those job_submit added.
+  std::optional<std::string> leader_licenses;
   std::optional<std::uint32_t> max_nodes;  // bounds the node count the GPU charge was made for
   bool requeue_with_append = false;
   // The job's SPANK environment with SaFE's options set to their effective values, so the

@@ -91,11 +91,19 @@ safe::Submission read_submission(const job_desc_msg_t* job) {
   return s;
 }
 
+// The leader (component 0) of the heterogeneous job whose components this thread is reviewing;
+// valid while the RPC's loop over its components runs (see het_quota_charged below).
+thread_local job_desc_msg_t* het_leader = nullptr;
+
 void apply_changes(job_desc_msg_t* job, const safe::SubmissionChanges& c) {
   if (c.partition) safe::slurm::replace_string(job->partition, *c.partition);
   if (c.account) safe::slurm::replace_string(job->account, *c.account);
   if (c.qos) safe::slurm::replace_string(job->qos, *c.qos);
   if (c.licenses) safe::slurm::replace_string(job->licenses, *c.licenses);
+  if (c.leader_licenses && het_leader) {
+    std::string leader = text(het_leader->licenses);
+    safe::slurm::replace_string(het_leader->licenses, leader.empty() ? *c.leader_licenses : leader + "," + *c.leader_licenses);
+  }
   if (c.admin_comment) safe::slurm::replace_string(job->admin_comment, *c.admin_comment);
   if (c.max_nodes) job->max_nodes = *c.max_nodes;
   if (c.spank_env) safe::slurm::replace_string_array(job->spank_job_env, job->spank_job_env_size, *c.spank_env);
@@ -130,7 +138,10 @@ int review_job(job_desc_msg_t* job, char** err_msg) {
   auto shape = current_shape(*config);
   safe::Submission submission = read_submission(job);
   if (job->het_job_offset != NO_VAL) {
-    if (job->het_job_offset == 0) het_quota_charged.clear();
+    if (job->het_job_offset == 0) {
+      het_quota_charged.clear();
+      het_leader = job;
+    }
     submission.het = safe::Submission::HetComponent{job->het_job_offset, het_quota_charged};
   }
   safe::SubmissionReview review = safe::review_submission(*config, submission, *user, shape.get());

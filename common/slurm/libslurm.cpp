@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <iterator>
@@ -26,10 +27,42 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
   return out;
 }
 
-std::string last_error() { return slurm_strerror(slurm_get_errno()); }
+// What a libslurm call returned, with errno taken at once: libslurm reports why a call failed in
+// errno (slurm_get_errno() read it and is gone since 24.11), and any later call may change it.
+// Wrap every call: `Call c = called(slurm_x(...));`.
+struct Call {
+  int rc;
+  int error;
+  bool ok() const { return rc == SLURM_SUCCESS; }
+  std::string text() const { return slurm_strerror(error); }
+};
+Call called(int rc) { return {rc, rc == SLURM_SUCCESS ? 0 : errno}; }
 
-// A libslurm return code as a Status: Slurm's error text on failure.
-Status status_of(int rc) { return rc == SLURM_SUCCESS ? ok_status() : Status(Error{last_error()}); }
+// A libslurm call's outcome as a Status: Slurm's error text on failure.
+Status status_of(Call c) { return c.ok() ? ok_status() : Status(Error{c.text()}); }
+
+// A whole job as the job calls name it: a slurm_step_id_t since 26.05, the job id before.
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
+slurm_step_id_t whole_job(std::uint32_t job_id) {
+  slurm_step_id_t id{};
+  id.job_id = job_id;
+  id.step_het_comp = NO_VAL;
+  id.step_id = NO_VAL;
+  return id;
+}
+#else
+std::uint32_t whole_job(std::uint32_t job_id) { return job_id; }
+#endif
+
+// The job id in a job description (an update's target) and in a submit's answer: in a
+// slurm_step_id_t since 25.11.
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 11, 0)
+void set_job_id(job_desc_msg_t& d, std::uint32_t job_id) { d.step_id.job_id = job_id; }
+std::uint32_t submitted_job_id(const submit_response_msg_t& r) { return r.step_id.job_id; }
+#else
+void set_job_id(job_desc_msg_t& d, std::uint32_t job_id) { d.job_id = job_id; }
+std::uint32_t submitted_job_id(const submit_response_msg_t& r) { return r.job_id; }
+#endif
 
 SlurmJobState job_state(uint32_t state) {
   switch (state & JOB_STATE_BASE) {
@@ -121,8 +154,10 @@ SlurmNode convert(const node_info_t& n) {
   o.not_responding = (n.node_state & NODE_STATE_NO_RESPOND) != 0;
   o.drain = (n.node_state & NODE_STATE_DRAIN) != 0;
   o.idle = base == NODE_STATE_IDLE;
-  o.reason = text(n.reason);
-  o.reason_time = n.reason_time;
+  if (reason_counts(o.drain, base == NODE_STATE_DOWN, (n.node_state & NODE_STATE_FAIL) != 0)) {
+    o.reason = text(n.reason);
+    o.reason_time = n.reason_time;
+  }
   o.addr = text(n.node_addr);
   o.hostname = text(n.node_hostname);
   o.port = n.port;
@@ -142,9 +177,9 @@ class LibslurmClient final : public SlurmClient {
 
   Result<std::vector<SlurmJob>> load_jobs() override {
     job_info_msg_t* msg = nullptr;
-    if (slurm_load_jobs(jobs_update_, &msg, SHOW_ALL) != SLURM_SUCCESS) {
-      if (slurm_get_errno() == SLURM_NO_CHANGE_IN_DATA && jobs_update_ != 0) return jobs_;
-      return Error{"cannot load jobs from slurmctld: " + last_error()};
+    if (Call c = called(slurm_load_jobs(jobs_update_, &msg, SHOW_ALL)); !c.ok()) {
+      if (c.error == SLURM_NO_CHANGE_IN_DATA && jobs_update_ != 0) return jobs_;
+      return Error{"cannot load jobs from slurmctld: " + c.text()};
     }
     std::vector<SlurmJob> jobs;
     jobs.reserve(msg->record_count);
@@ -159,9 +194,9 @@ class LibslurmClient final : public SlurmClient {
 
   Result<std::vector<SlurmNode>> load_nodes() override {
     node_info_msg_t* msg = nullptr;
-    if (slurm_load_node(nodes_update_, &msg, SHOW_ALL) != SLURM_SUCCESS) {
-      if (slurm_get_errno() == SLURM_NO_CHANGE_IN_DATA && nodes_update_ != 0) return nodes_;
-      return Error{"cannot load nodes from slurmctld: " + last_error()};
+    if (Call c = called(slurm_load_node(nodes_update_, &msg, SHOW_ALL)); !c.ok()) {
+      if (c.error == SLURM_NO_CHANGE_IN_DATA && nodes_update_ != 0) return nodes_;
+      return Error{"cannot load nodes from slurmctld: " + c.text()};
     }
     std::vector<SlurmNode> nodes;
     nodes.reserve(msg->record_count);
@@ -175,8 +210,8 @@ class LibslurmClient final : public SlurmClient {
 
   Result<std::vector<SlurmLicense>> load_licenses() override {
     license_info_msg_t* msg = nullptr;
-    if (slurm_load_licenses(0, &msg, 0) != SLURM_SUCCESS) {
-      return Error{"cannot load licenses from slurmctld: " + last_error()};
+    if (Call c = called(slurm_load_licenses(0, &msg, 0)); !c.ok()) {
+      return Error{"cannot load licenses from slurmctld: " + c.text()};
     }
     std::vector<SlurmLicense> out;
     for (uint32_t i = 0; i < msg->num_lic; ++i)
@@ -187,8 +222,8 @@ class LibslurmClient final : public SlurmClient {
 
   Result<std::vector<SlurmPartition>> load_partitions() override {
     partition_info_msg_t* msg = nullptr;
-    if (slurm_load_partitions(0, &msg, SHOW_ALL) != SLURM_SUCCESS) {
-      return Error{"cannot load partitions from slurmctld: " + last_error()};
+    if (Call c = called(slurm_load_partitions(0, &msg, SHOW_ALL)); !c.ok()) {
+      return Error{"cannot load partitions from slurmctld: " + c.text()};
     }
     std::vector<SlurmPartition> out;
     for (uint32_t i = 0; i < msg->record_count; ++i) {
@@ -202,24 +237,24 @@ class LibslurmClient final : public SlurmClient {
   }
 
   Status requeue(std::uint32_t job_id) override {
-    return status_of(slurm_requeue(job_id, 0));
+    return status_of(called(slurm_requeue(whole_job(job_id), 0)));
   }
 
   Status update_job(const JobChange& c) override {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
-    d.job_id = c.id;
+    set_job_id(d, c.id);
     std::string exc = c.exc_nodes.value_or(""), req = c.req_nodes.value_or(""), comment = c.admin_comment.value_or("");
     if (c.exc_nodes) d.exc_nodes = exc.data();
     if (c.req_nodes) d.req_nodes = req.data();
     if (c.start_time) d.begin_time = *c.start_time;
     if (c.admin_comment) d.admin_comment = comment.data();
     if (c.hold) d.priority = *c.hold ? 0 : INFINITE;
-    return status_of(slurm_update_job(&d));
+    return status_of(called(slurm_update_job(&d)));
   }
 
   Status signal_job(std::uint32_t job_id, int signo) override {
-    return status_of(slurm_kill_job(job_id, static_cast<uint16_t>(signo), KILL_FULL_JOB));
+    return status_of(called(slurm_kill_job(whole_job(job_id), static_cast<uint16_t>(signo), KILL_FULL_JOB)));
   }
 
   Status drain_node(const std::string& node, const std::string& reason) override {
@@ -267,20 +302,18 @@ class LibslurmClient final : public SlurmClient {
     if (!r.comment.empty()) desc.comment = const_cast<char*>(r.comment.c_str());
 
     submit_response_msg_t* resp = nullptr;
-    if (slurm_submit_batch_job(&desc, &resp) != SLURM_SUCCESS) {
-      int e = slurm_get_errno();
-      return Error{slurm_strerror(e), e == ESLURM_ACCESS_DENIED};
+    if (Call c = called(slurm_submit_batch_job(&desc, &resp)); !c.ok()) {
+      return Error{c.text(), c.error == ESLURM_ACCESS_DENIED};
     }
-    std::uint32_t id = resp->job_id;
+    std::uint32_t id = submitted_job_id(*resp);
     slurm_free_submit_response_response_msg(resp);
     return id;
   }
 
   Status cancel(std::uint32_t job_id) override {
-    if (slurm_kill_job(job_id, SIGKILL, 0) == SLURM_SUCCESS) return ok_status();
-    int e = slurm_get_errno();
-    if (e == ESLURM_ALREADY_DONE) return ok_status();  // already finished: cancelling is done
-    return Error{slurm_strerror(e)};
+    Call c = called(slurm_kill_job(whole_job(job_id), SIGKILL, 0));
+    if (c.ok() || c.error == ESLURM_ALREADY_DONE) return ok_status();  // already finished: cancelling is done
+    return Error{c.text()};
   }
 
   OutputPatternDialect output_pattern_dialect() const override {
@@ -300,9 +333,11 @@ class LibslurmClient final : public SlurmClient {
     m.node_state = state;
     if (!why.empty()) {
       m.reason = why.data();
-      m.reason_uid = getuid();
+#if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(26, 5, 0)
+      m.reason_uid = getuid();  // 26.05 takes the reason's user from the request's credential
+#endif
     }
-    return status_of(slurm_update_node(&m));
+    return status_of(called(slurm_update_node(&m)));
   }
 
   time_t jobs_update_ = 0, nodes_update_ = 0;

@@ -74,6 +74,7 @@ struct SlurmNode {
   bool not_responding = false;
   bool drain = false;        // DRAIN flag
   bool idle = false;
+  // Only on a node that is DRAIN, DOWN or FAIL (reason_counts); empty on any other.
   std::string reason;
   std::time_t reason_time = 0;
   std::string addr;  // slurmd's address and port (NodeAddr, Port)
@@ -84,6 +85,12 @@ struct SlurmNode {
   int cpus = 0;
   int sockets = 1;
 };
+
+// Whether a node's Reason says anything. Slurm from 23.02.5 through 25.11, run without accounting
+// (AccountingStorageType=accounting_storage/none), keeps a resumed node's old Reason; fixed in
+// 26.05. Such a stale reason on an IDLE node is nobody's drain: both readers of the seam (libslurm
+// and scontrol's NodeStatus) drop a reason that does not count.
+constexpr bool reason_counts(bool drain, bool down, bool fail) { return drain || down || fail; }
 
 struct SlurmPartition {
   std::string name;

@@ -1,6 +1,9 @@
 #include "common/slurm/node_control.hpp"
 
 namespace safe {
+
+const char* const kScontrolPath = SAFE_SCONTROL_PATH;
+
 namespace {
 
 std::string first_line(const std::string& text) {

@@ -25,9 +25,14 @@ class SlurmNodeControl {
   virtual Status cancel_job(const std::string& job_id) = 0;
 };
 
+// The scontrol of the Slurm SaFE was built against (cmake/slurm.cmake), by absolute path: slurmd
+// runs HealthCheckProgram and Prolog with a bare PATH, and a site with its Slurm under a prefix
+// must not get another release's scontrol.
+extern const char* const kScontrolPath;
+
 class ScontrolNodeControl : public SlurmNodeControl {
  public:
-  ScontrolNodeControl(ProcessRunner& runner, std::chrono::milliseconds timeout, std::string scontrol = "scontrol")
+  ScontrolNodeControl(ProcessRunner& runner, std::chrono::milliseconds timeout, std::string scontrol = kScontrolPath)
       : runner_(runner), timeout_(timeout), scontrol_(std::move(scontrol)) {}
   Result<NodeStatus> read(const std::string& node) override;
   Status drain(const std::string& node, const std::string& reason) override;

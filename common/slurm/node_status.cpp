@@ -1,5 +1,7 @@
 #include "common/slurm/node_status.hpp"
 
+#include "common/slurm/model.hpp"
+
 namespace safe {
 namespace {
 
@@ -51,8 +53,10 @@ std::optional<NodeStatus> parse_scontrol_show_node(std::string_view output) {
   node.state = field(line, "State");
   if (node.name.empty() || node.state.empty()) return std::nullopt;
   // Reason may contain spaces; Slurm ends it with " [user@time]" and prints it last on the line.
+  // A stale reason (model.hpp, reason_counts) on a node in service is dropped.
   std::size_t r = line.find(" Reason=");
-  if (r != std::string_view::npos) {
+  bool counts = reason_counts(node.drained(), node.has_flag("DOWN"), node.has_flag("FAIL") || node.has_flag("FAILING"));
+  if (r != std::string_view::npos && counts) {
     std::string_view reason = line.substr(r + 8);
     std::size_t bracket = reason.rfind(" [");
     if (bracket != std::string_view::npos && reason.find('@', bracket) != std::string_view::npos &&

@@ -41,7 +41,9 @@ NodeStep decide_node(const SlurmNode& n, bool quarantined, bool in_fault) {
     if (n.drain || n.down) s.restore_quarantine = true;
     else s.end_quarantine = true;
   }
-  bool faulty = c == NodeCondition::safe_drain || c == NodeCondition::down;
+  // Not responding alone is no fault: Slurm flags a node it has just resumed so until its next
+  // ping; a dead node is DOWN soon (SlurmdTimeout, or safed's own probe) and is recorded then.
+  bool faulty = c == NodeCondition::safe_drain || (c == NodeCondition::down && n.state_down);
   s.record_fault = faulty && !in_fault;
   s.in_fault = faulty || c == NodeCondition::quarantined;
   return s;

@@ -41,6 +41,11 @@ assert_eq "safetest" "$(stat -c '%U' "$work/u/ckpt/run1")" "owner of the checkpo
 held=$(as_user sbatch --parsable --hold --job-name=safe-pol-test -o /dev/null --gpus=1 --wrap true)
 expect_failure "Access/permission denied" as_user scontrol update jobid="$held" Licenses=foo:1
 expect_failure "Access/permission denied" as_user scontrol update jobid="$held" NumNodes=2
+# Since 23.02 job_modify can answer with a message, and the user sees why (22.05: only the log).
+release=$(scontrol -V | awk '{ split($2, v, "."); print v[1] * 100 + v[2] }')
+if ((release >= 2302)); then
+    expect_failure "safe: a job's licenses cannot be changed" as_user scontrol update jobid="$held" Licenses=foo:1
+fi
 wait_for "grep -q 'refused an update by safetest: safe: a job.s licenses cannot be changed' '$SAFE_CLUSTER_DIR/log/slurmctld.log'" 10 \
     "grep job_submit/safe '$SAFE_CLUSTER_DIR/log/slurmctld.log' | tail -5"
 as_user scontrol update jobid="$held" TimeLimit=10 || fail "an unrelated update was refused"

@@ -10,7 +10,8 @@
 #   -n 2 without -N: charged for 2 nodes; no -N and no -n: bounded to the one node charged.
 #   -p research without --safe-workspace: research's policy applies (membership, quota license).
 #   -L ';safe_ws_ml:8' (Slurm also splits at ';'): refused, never a bypass of ml's quota.
-#   a heterogeneous job: only one component may take GPUs from a quota (Slurm tests each alone).
+#   a heterogeneous job: only one component may take GPUs from a quota (Slurm tests each alone);
+#     its leader holds the charge.
 #   a job array: every task is charged (licenses are held per running task).
 set -euo pipefail
 # shellcheck source=../lib/cluster_test.sh
@@ -83,13 +84,15 @@ done
 
 # A heterogeneous job: Slurm tests each component's licenses on its own and starts them together
 # (two components of 8 GPUs would run at once on ml's quota of 8), so only one component may take
-# GPUs from a quota; a component without GPUs beside it is fine.
+# GPUs from a quota; a component without GPUs beside it is fine. The charge is held by the leader:
+# Slurm 25.11 and later take licenses on no other component.
 printf '#!/bin/bash\n#SBATCH --gpus=8\n#SBATCH hetjob\n#SBATCH --gpus=8\ntrue\n' >"$work/het2.sh"
 expect_failure "safe: component 1 of this heterogeneous job takes GPUs from workspace 'ml' as an earlier component does" \
     as safe-member sbatch --safe-workspace=ml -o /dev/null "$work/het2.sh"
 printf '#!/bin/bash\n#SBATCH -n1\n#SBATCH hetjob\n#SBATCH --gpus=8\ntrue\n' >"$work/het1.sh"
 het=$(as safe-member sbatch --parsable --hold --job-name=safe-qforms --safe-workspace=ml -o /dev/null "$work/het1.sh")
-assert_eq "safe_ws_ml:8" "$(licenses_of "$((${het%%+*} + 1))")" "license of the GPU component of a heterogeneous job"
+assert_eq "safe_ws_ml:8" "$(licenses_of "${het%%+*}")" "license of the leader of a heterogeneous job with GPUs in component 1"
+[[ $(licenses_of "$((${het%%+*} + 1))") != *safe_ws_* ]] || fail "the GPU component holds a license of its own: $(licenses_of "$((${het%%+*} + 1))")"
 scancel "${het%%+*}"
 
 # A job array: each running task holds its own license, so the quota bounds the running tasks.

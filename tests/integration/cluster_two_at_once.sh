@@ -9,7 +9,7 @@ set -euo pipefail
 (($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
 dir_a=$(realpath -m -- "$1")
 [[ -f $dir_a/env ]] || fail "no cluster at $dir_a"
-nodes_a=$(SLURM_CONF=$dir_a/slurm.conf sinfo -h -N -o '%N' | sort -u | wc -l)
+nodes_a=$( (use_cluster "$dir_a" && sinfo -h -N -o '%N') | sort -u | wc -l)
 
 # Short path: Slurm's step sockets under DIR/spool must fit in 107 bytes.
 work=$(mktemp -d /tmp/safe-two.XXXXXX)

@@ -1,16 +1,6 @@
 # shellcheck shell=bash
 # Helpers for the controller's (safed) end-to-end tests; source after tests/lib/cluster_test.sh.
 
-# right_after_health_check NODE: returns just after NODE's periodic health check ran (its history
-# file was rewritten). A test that drains a healthy node by hand with SaFE's reason drains it then:
-# the checker resumes such a drain at its next run, a HealthCheckInterval (5 s) later, and safed
-# must have acted on the drain before that.
-right_after_health_check() {
-    local f="$SAFE_CLUSTER_DIR/health/$1.json" before
-    before=$(date -r "$f" +%s%N 2>/dev/null || echo 0)
-    wait_for "[[ \$(date -r $f +%s%N 2>/dev/null || echo 0) != $before ]]" 15 "ls -l --time-style=full-iso $f"
-}
-
 # admin_comment JOBID: the whole AdminComment (it holds spaces).
 admin_comment() {
     scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p'

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# failover_safe_drain.sh DIR: a 2-node trainer job runs; one of its nodes gets a critical SaFE
-# drain (exactly what safe-healthcheck sets for an uncorrectable ECC error). safed must send the
+# failover_safe_drain.sh DIR: a 2-node trainer job runs; one of its nodes gets an uncorrectable ECC
+# error (a sim GPU fault), and safe-healthcheck drains it with SaFE's reason. safed must send the
 # checkpoint signal, requeue the job excluding that node and start it at once; the job resumes
 # from the checkpoint written on the signal (no step redone beyond it) and completes. Prints MTTR.
 set -euo pipefail
@@ -16,7 +16,8 @@ work=$(mktemp -d)
 jobid="" bad=""
 cleanup() {
     [[ -z $jobid ]] || scancel "$jobid" 2>/dev/null || true
-    [[ -z $bad ]] || scontrol update nodename="$bad" state=resume 2>/dev/null || true
+    # The checker resumes its own drain once the GPU is clean again.
+    [[ -z $bad ]] || safectl inject --node "$bad" --gpu 0 --fault clear >/dev/null 2>&1 || true
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -30,9 +31,10 @@ wait_for "[[ \$(last_step_of_attempt $work/out 1) -ge 60 ]]" 30 "scontrol show j
 nodes=$(job_field "$jobid" NodeList)
 bad=$(scontrol show hostnames "$nodes" | tail -n1)
 
-right_after_health_check "$bad"
+# A real fault, not a drain by hand: the checker that drains the node is the one that would
+# resume a drain it did not find a fault for.
 t0=$(now_ms)
-scontrol update nodename="$bad" state=drain reason="SaFE: gpu0 uncorrectable ECC=2"
+safectl inject --node "$bad" --gpu 0 --fault ecc >/dev/null
 wait_restarted "$jobid" 1 $((t0 / 1000)) 30
 mttr_ms=$(($(now_ms) - t0))
 

@@ -25,7 +25,6 @@ grep -q 'fail_runs_before_drain: 100' "$tmp/safe.yaml" || fail "tests/cluster/sa
 use_cluster "$dir"
 health=$dir/health
 
-reason_of() { scontrol show node -o "$1" | sed -n 's/.* Reason=\(.*\) \[[^]]*@[^]]*\]$/\1/p'; }
 job_field() { scontrol show job "$jid" | grep -o " $1=[^ ]*" | head -1 | cut -d= -f2; }
 # What Slurm did with the job, for a failure message: its record and its log lines.
 job_story() {
@@ -43,7 +42,7 @@ assert_eq "$slurmd_n1" "$(jq -r .slurmd_instance "$health/n1.json" | cut -d: -f1
 safectl inject --node n1 --gpu 0 --fault xgmi >/dev/null
 jid=$(sbatch --parsable -N1 --gpus=1 -o "$tmp/out" --wrap 'echo "ran on $SLURMD_NODENAME"')
 
-wait_for '[[ $(reason_of n1) == "SaFE: gpu0 1 of 7 XGMI/NVLink links down" ]]' 30
+wait_for '[[ $(node_reason n1) == "SaFE: gpu0 1 of 7 XGMI/NVLink links down" ]]' 30
 wait_for '[[ $(job_field Restarts) -ge 1 ]]' 30 job_story
 
 # Slurm 22.05 holds a requeued job back by ~2 minutes (BeginTime); safed starts it at once. The
@@ -63,7 +62,7 @@ wait_for "[[ ! -e $health/evidence/$jid.prolog.json ]]" 10 "ls -l $health/eviden
 
 # The prolog's drain is SaFE's: the checker resumes n1 once the link is back (3 clean runs).
 safectl inject --node n1 --gpu 0 --fault clear >/dev/null
-wait_for '[[ -z $(reason_of n1) ]]' 60
+wait_for '[[ -z $(node_reason n1) ]]' 60
 
 # The job's health level reaches the prolog: with --safe-health=off the broken GPU is not gated
 # and the job runs there; the epilog's post-job check, which runs whatever the level, then drains.
@@ -72,7 +71,7 @@ jid=$(sbatch --parsable -w n1 --gpus=1 --safe-health=off -o "$tmp/out2" --wrap '
 wait_for '[[ $(job_field JobState) == COMPLETED ]]' 30
 assert_contains "$(cat "$tmp/out2")" "ran on n1"
 [[ ! -f $health/evidence/$jid.prolog.json ]] || fail "the prolog gated a --safe-health=off job"
-assert_eq "SaFE: gpu0 1 of 7 XGMI/NVLink links down" "$(reason_of n1)" "n1 reason after the epilog"
+assert_eq "SaFE: gpu0 1 of 7 XGMI/NVLink links down" "$(node_reason n1)" "n1 reason after the epilog"
 # The epilog's record of the drain is read by safed with the job's classification, then deleted.
 wait_for "[[ ! -e $health/evidence/$jid.n1.epilog.json ]]" 10 "ls -l $health/evidence"
 
@@ -80,7 +79,7 @@ wait_for "[[ ! -e $health/evidence/$jid.n1.epilog.json ]]" 10 "ls -l $health/evi
 # above the limit, which the periodic checker tolerates) refuses that user's job only. Another
 # user's job keeps running on n1, n1 is not drained, and the strict job runs on n2 at no retry.
 safectl inject --node n1 --gpu 0 --fault clear >/dev/null
-wait_for '[[ -z $(reason_of n1) ]]' 60
+wait_for '[[ -z $(node_reason n1) ]]' 60
 id safe-gate-other >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash safe-gate-other
 for g in 0 1 2 3 4 5 6 7; do safectl inject --node n1 --gpu $g --fault replays >/dev/null; done
 other=$(runuser -u safe-gate-other -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" \
@@ -94,7 +93,7 @@ assert_contains "$(cat "$tmp/out3")" "ran on n2"
 assert_contains "$(scontrol show job "$jid")" "retries=0/0"
 assert_contains "$(safectl job "$jid")" "(refused by safe-prolog)" "the strict refusal, as safed read it"
 assert_contains "$(scontrol show job "$jid")" "n1 dropped from the required nodes" "n1 dropped from the job's -w"
-assert_eq "" "$(reason_of n1)" "n1 reason after a strict refusal on a warning"
+assert_eq "" "$(node_reason n1)" "n1 reason after a strict refusal on a warning"
 assert_eq RUNNING "$(squeue -h -j "$other" -o %T)" "the other user's job on n1"
 # The same warning does not refuse a job at the standard level.
 jid=$(sbatch --parsable -w n1 --gpus=1 -o "$tmp/out4" --wrap 'echo "ran on $SLURMD_NODENAME"')

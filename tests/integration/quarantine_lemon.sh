@@ -13,7 +13,6 @@ set -euo pipefail
 use_cluster "$1"
 
 node=n4
-node_reason() { scontrol show node "$node" | sed -n 's/^ *Reason=\(.*\) \[.*$/\1/p'; }
 node_health() { safectl status --json | jq -r --arg n "$node" '.nodes[] | select(.name == $n) | .health'; }
 cleanup() {
     safectl node release "$node" >/dev/null 2>&1 || true
@@ -35,7 +34,7 @@ for i in 1 2 3; do
     wait_for "[[ \$(node_health) == ok ]]" 10 "safectl status"
 done
 wait_for "[[ \$(node_health) == quarantined ]]" 10 "safectl status; scontrol show node $node"
-reason=$(node_reason)
+reason=$(node_reason "$node")
 assert_contains "$reason" "SaFE-quarantine: " "reason of $node"
 assert_contains "$reason" "safectl node release $node" "reason of $node"
 [[ $(sinfo -h -n "$node" -o %T) == drain* ]] || fail "$node is not drained: $(sinfo -h -n "$node" -o %T)"
@@ -45,7 +44,7 @@ assert_contains "$metrics" "safe_node_quarantined{node=\"$node\"} 1" "metrics"
 # A later "SaFE:" drain (the health checker failing it again) must not replace the quarantine,
 # and no resume of a SaFE: reason may end it.
 scontrol update nodename="$node" state=drain reason="SaFE: gpu0 uncorrectable ECC=9"
-wait_for "[[ \$(node_reason) == SaFE-quarantine:* ]]" 10 "scontrol show node $node"
+wait_for "[[ \$(node_reason $node) == SaFE-quarantine:* ]]" 10 "scontrol show node $node"
 
 out=$(safectl node release "$node")
 assert_contains "$out" "released $node" "safectl node release"

@@ -53,6 +53,16 @@ wait_passes() {
     wait_for "((\$(reconcile_passes) >= $start + $n))" "$timeout" "curl -s $SAFE_CONTROLLER_URL/metrics | grep passes"
 }
 
+# node_reason NODE: the node's Reason without its " [user@time]" suffix, and only when the node is
+# DRAIN, DOWN or FAIL: Slurm 23.02.5 through 25.11 without accounting keep a resumed node's old
+# Reason, which then says nothing (common/slurm/model.hpp, reason_counts).
+node_reason() {
+    local line
+    line=$(scontrol show node -o "$1") || return 1
+    [[ $(grep -o ' State=[^ ]*' <<<"$line") =~ DRAIN|DOWN|FAIL ]] || return 0
+    sed -n 's/.* Reason=\(.*\) \[[^]]*@[^]]*\]$/\1/p' <<<"$line"
+}
+
 # use_cluster DIR: sources DIR/env (SLURM_CONF, SAFE_CLUSTER_DIR, PATH, ...).
 use_cluster() {
     [[ -f $1/env ]] || fail "no cluster at $1 (missing $1/env); run: safe-cluster up --dir $1"

@@ -30,8 +30,14 @@ class DrainDecisionTest : public ::testing::TestWithParam<DecisionCase> {};
 
 TEST_P(DrainDecisionTest, Decides) {
   const DecisionCase& c = GetParam();
+  // The node as scontrol prints it, read the way the checker reads it.
   std::optional<NodeStatus> node;
-  if (c.readable) node = NodeStatus{"n1", c.state, c.reason};
+  if (c.readable) {
+    std::string line = std::string("NodeName=n1 Arch=x86_64 State=") + c.state;
+    if (*c.reason) line += std::string(" Reason=") + c.reason + " [root@2026-11-29T22:50:00]";
+    node = parse_scontrol_show_node(line + "\n");
+    ASSERT_TRUE(node.has_value()) << c.name;
+  }
   DrainDecision d = decide_drain(node, verdict(c.verdict), c.startup);
   EXPECT_EQ(d.action, c.action) << c.name << ": " << d.why;
   if (d.action == NodeAction::drain) {
@@ -47,7 +53,11 @@ const DecisionCase kDecisionCases[] = {
     {"startup_run_never_calls_the_controller", true, "IDLE", "", V::drain, true, NodeAction::none},
     {"admin_reason_is_untouched", true, "IDLE+DRAIN", "ADMIN SHUTDOWN", V::drain, false, NodeAction::none},
     {"admin_drain_is_never_resumed", true, "IDLE+DRAIN", "replacing fan", V::recovered, false, NodeAction::none},
-    {"admin_reason_on_undrained_node_untouched", true, "IDLE", "note from admin", V::drain, false, NodeAction::none},
+    // Slurm 23.02.5 to 25.11 without accounting keep a resumed node's reason: on a node in service
+    // it is nobody's drain, and a real fault drains the node.
+    {"stale_admin_reason_on_undrained_node_drained", true, "IDLE", "replacing fan", V::drain, false, NodeAction::drain},
+    {"stale_admin_reason_on_busy_node_drained", true, "MIXED", "replacing fan", V::drain, false, NodeAction::drain},
+    {"stale_own_reason_on_healthy_node_left_alone", true, "IDLE", "SaFE: old", V::recovered, false, NodeAction::none},
     {"quarantine_is_untouched", true, "IDLE+DRAIN", "SaFE-quarantine: lemon 3 faults/24h", V::drain, false, NodeAction::none},
     {"quarantine_is_never_resumed", true, "IDLE+DRAIN", "SaFE-quarantine: lemon", V::recovered, false, NodeAction::none},
     {"own_drain_resumed_after_recovery", true, "IDLE+DRAIN", "SaFE: gpu3 uncorrectable ECC=2", V::recovered, false, NodeAction::resume},
@@ -119,6 +129,15 @@ const ParseCase kParseCases[] = {
     {"admin_reason_with_brackets",
      "NodeName=n3 State=DOWN+DRAIN Reason=ADMIN SHUTDOWN [ticket 12] [alice@2026-11-29T20:00:00]\n", true,
      "DOWN+DRAIN", "ADMIN SHUTDOWN [ticket 12]"},
+    {"stale_reason_on_idle_node_dropped",
+     "NodeName=n4 Arch=x86_64 State=IDLE ThreadsPerCore=1 Reason=ADMIN: replacing fan [root@2026-11-29T20:00:00]\n",
+     true, "IDLE", ""},
+    {"stale_reason_on_not_responding_node_dropped", "NodeName=n4 State=IDLE* Reason=SaFE: old [root@2026-11-29T20:00:00]\n",
+     true, "IDLE*", ""},
+    {"down_reason_kept", "NodeName=n4 State=DOWN* Reason=Not responding [slurm@2026-11-29T20:00:00]\n", true, "DOWN*",
+     "Not responding"},
+    {"fail_reason_kept", "NodeName=n4 State=IDLE+FAIL Reason=SaFE: lost [root@2026-11-29T20:00:00]\n", true,
+     "IDLE+FAIL", "SaFE: lost"},
     {"not_found", "Node n9 not found\n", false, "", ""},
     {"empty", "", false, "", ""},
 };

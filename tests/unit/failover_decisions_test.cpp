@@ -70,7 +70,7 @@ TEST_P(NodeStepTest, Decides) {
   SlurmNode n;
   n.name = "n1";
   n.drain = c.drain;
-  n.down = c.down;
+  n.down = n.state_down = c.down;
   n.reason = c.reason;
   NodeStep s = decide_node(n, c.quarantined, c.in_fault);
   EXPECT_EQ(c.restore, s.restore_quarantine) << c.name;
@@ -94,6 +94,20 @@ const NodeCase kNodeCases[] = {
 };
 INSTANTIATE_TEST_SUITE_P(Table, NodeStepTest, ::testing::ValuesIn(kNodeCases),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// Slurm flags a node it has just resumed (scontrol update state=resume) not responding until its
+// next ping: that is no fault, or every resume by an admin would count towards a quarantine.
+TEST(NodeStep, NotRespondingAloneIsNoFault) {
+  SlurmNode n;
+  n.name = "n1";
+  n.down = n.not_responding = true;
+  NodeStep s = decide_node(n, false, false);
+  EXPECT_FALSE(s.record_fault);
+  EXPECT_FALSE(s.in_fault);
+  n.state_down = true;  // then Slurm or safed's probe sets it DOWN: that is the fault
+  s = decide_node(n, false, false);
+  EXPECT_TRUE(s.record_fault);
+}
 
 // ---- after a classified failure
 

@@ -81,7 +81,7 @@ class PlannerTest : public ::testing::Test {
   // Slurm lost the node: DOWN (or not responding) since now.
   void node_dies(const std::string& node, const std::string& reason = "") {
     SlurmNode* n = slurm.node(node);
-    n->down = true;
+    n->down = n->state_down = true;  // Slurm sets a node that stopped answering DOWN
     n->reason = reason;
     n->reason_time = now;
   }
@@ -357,7 +357,7 @@ TEST_F(PlannerTest, NodeDeathWithRetriesUsedUpHoldsWhatSlurmRequeued) {
 
 TEST_F(PlannerTest, NodeAlreadyDownAtStartIsNotCountedAgainOnEveryRestart) {
   config.failover.lemon_faults = 2;
-  slurm.node("n5")->down = true;  // no reason time: e.g. never registered
+  slurm.node("n5")->down = slurm.node("n5")->state_down = true;  // no reason time: e.g. never registered
   for (int restart = 0; restart < 3; ++restart) {
     make_planner();
     run_for(1);

@@ -19,7 +19,7 @@ TEST(ScontrolNodeControl, ReadsStateAndReason) {
   auto node = slurm.read("n2");
   ASSERT_TRUE(node) << node.error();
   EXPECT_EQ(node->reason, "SaFE: gpu3 uncorrectable ECC=2");
-  EXPECT_EQ(runner.calls.at(0), (std::vector<std::string>{"scontrol", "show", "node", "-o", "n2"}));
+  EXPECT_EQ(runner.calls.at(0), (std::vector<std::string>{kScontrolPath, "show", "node", "-o", "n2"}));
 }
 
 TEST(ScontrolNodeControl, FailuresAreNotStates) {
@@ -45,9 +45,9 @@ TEST(ScontrolNodeControl, DrainAndResumeCommandLines) {
   ScontrolNodeControl slurm(runner, 5s);
   EXPECT_TRUE(slurm.drain("n3", "SaFE: gpu3 uncorrectable ECC=2"));
   EXPECT_TRUE(slurm.resume("n3"));
-  EXPECT_EQ(runner.calls.at(0), (std::vector<std::string>{"scontrol", "update", "nodename=n3", "state=drain",
+  EXPECT_EQ(runner.calls.at(0), (std::vector<std::string>{kScontrolPath, "update", "nodename=n3", "state=drain",
                                                           "reason=SaFE: gpu3 uncorrectable ECC=2"}));
-  EXPECT_EQ(runner.calls.at(1), (std::vector<std::string>{"scontrol", "update", "nodename=n3", "state=resume"}));
+  EXPECT_EQ(runner.calls.at(1), (std::vector<std::string>{kScontrolPath, "update", "nodename=n3", "state=resume"}));
   runner.respond = [](const auto&) { return exited(1, "", "Invalid node state specified\n"); };
   auto refused = slurm.resume("n3");
   EXPECT_FALSE(refused);

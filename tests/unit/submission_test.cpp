@@ -189,6 +189,31 @@ TEST(Submission, AHeterogeneousJobTakesGpusFromAQuotaInOneComponentOnly) {
   EXPECT_TRUE(review_submission(config(), elsewhere, kAlice, &kShape).accepted);
 }
 
+// Slurm 25.11 and 26.05 refuse licenses on any component but the leader, even those job_submit
+// added ("license request allowed only on leader job"): a later component's charge goes to the
+// leader, which starts and ends with the whole job.
+TEST(Submission, ALaterComponentsChargeGoesToTheLeader) {
+  Submission leader = ml_job();
+  leader.het = Submission::HetComponent{0, {}};
+  SubmissionReview r = review_submission(config(), leader, kAlice, &kShape);
+  ASSERT_TRUE(r.accepted) << r.message;
+  EXPECT_FALSE(r.changes.leader_licenses);
+
+  Submission gpus = ml_job();
+  gpus.gpus.tres_per_job = "gres:gpu:8";
+  gpus.het = Submission::HetComponent{1, {}};
+  r = review_submission(config(), gpus, kAlice, &kShape);
+  ASSERT_TRUE(r.accepted) << r.message;
+  EXPECT_EQ(r.quota_charged, "ml");
+  EXPECT_EQ(r.changes.leader_licenses, "safe_ws_ml:8");
+  EXPECT_FALSE(r.changes.licenses) << "the component itself keeps no license";
+
+  gpus.het->offset = 0;  // the leader's own charge stays on it
+  r = review_submission(config(), gpus, kAlice, &kShape);
+  EXPECT_EQ(r.changes.licenses, "safe_ws_ml:8");
+  EXPECT_FALSE(r.changes.leader_licenses);
+}
+
 TEST(Submission, AQuotaNeedsTheClusterShape) {
   Submission s = ml_job();
   s.gpus.tres_per_job = "gres:gpu:1";
