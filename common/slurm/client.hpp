@@ -59,6 +59,8 @@ class SlurmReader {
   virtual Result<std::vector<SlurmNode>> load_nodes() = 0;
   virtual Result<std::vector<SlurmLicense>> load_licenses() = 0;
   virtual Result<std::vector<SlurmPartition>> load_partitions() = 0;
+  // The controller's job credential lifetime in seconds (its AuthInfo, credential_lifetime_s).
+  virtual Result<long long> load_credential_lifetime() = 0;
   // How this Slurm's slurmstepd names output files (its release decides).
   virtual OutputPatternDialect output_pattern_dialect() const = 0;
 };

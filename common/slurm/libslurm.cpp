@@ -64,6 +64,15 @@ void set_job_id(job_desc_msg_t& d, std::uint32_t job_id) { d.job_id = job_id; }
 std::uint32_t submitted_job_id(const submit_response_msg_t& r) { return r.job_id; }
 #endif
 
+// Frees what slurm_load_ctl_conf returned: renamed slurm_free_conf in 26.05.
+void free_controller_conf(slurm_conf_t* conf) {
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
+  slurm_free_conf(conf);
+#else
+  slurm_free_ctl_conf(conf);
+#endif
+}
+
 SlurmJobState job_state(uint32_t state) {
   switch (state & JOB_STATE_BASE) {
     case JOB_PENDING: return SlurmJobState::pending;
@@ -218,6 +227,16 @@ class LibslurmClient final : public SlurmClient {
       out.push_back({text(msg->lic_array[i].name), msg->lic_array[i].total, msg->lic_array[i].in_use});
     slurm_free_license_info_msg(msg);
     return out;
+  }
+
+  Result<long long> load_credential_lifetime() override {
+    slurm_conf_t* conf = nullptr;
+    if (Call c = called(slurm_load_ctl_conf(0, &conf)); !c.ok()) {
+      return Error{"cannot load the configuration from slurmctld: " + c.text()};
+    }
+    long long lifetime = credential_lifetime_s(text(conf->authinfo));
+    free_controller_conf(conf);
+    return lifetime;
   }
 
   Result<std::vector<SlurmPartition>> load_partitions() override {

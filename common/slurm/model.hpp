@@ -92,6 +92,22 @@ struct SlurmNode {
 // and scontrol's NodeStatus) drop a reason that does not count.
 constexpr bool reason_counts(bool drain, bool down, bool fail) { return drain || down || fail; }
 
+// How long a job credential lives (AuthInfo=cred_expire, Slurm's default 120 s; Slurm takes a
+// value under 5 as invalid and keeps 120). slurmd refuses to start a requeued job again on a node
+// it just left until the old run's credential has expired.
+inline constexpr long long kSlurmDefaultCredentialLifetime_s = 120;
+inline long long credential_lifetime_s(std::string_view auth_info) {
+  constexpr std::string_view key = "cred_expire=";
+  std::size_t at = auth_info.find(key);
+  if (at == std::string_view::npos) return kSlurmDefaultCredentialLifetime_s;
+  long long value = 0;  // as atoi: the leading digits
+  for (std::size_t i = at + key.size(); i < auth_info.size() && auth_info[i] >= '0' && auth_info[i] <= '9'; ++i) {
+    value = value * 10 + (auth_info[i] - '0');
+    if (value > 1'000'000'000) return kSlurmDefaultCredentialLifetime_s;  // atoi would overflow
+  }
+  return value < 5 ? kSlurmDefaultCredentialLifetime_s : value;
+}
+
 struct SlurmPartition {
   std::string name;
   std::string nodes;        // host list

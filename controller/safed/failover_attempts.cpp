@@ -303,7 +303,7 @@ void FailoverPlanner::start_failover(TrackedJob& t, const SlurmJob& job, const J
   // Slurm revoked the job's credential on all the nodes of the refused run; safed knows only the
   // refusing one unless it saw the run, so a multi-node job waits that out as Slurm would.
   if (refused && t.running_attempt != attempt && job.num_nodes > 1)
-    f.not_before = std::max(f.not_before, now + kCredentialExpiry_s);
+    f.not_before = std::max(f.not_before, now + credential_wait_s());
   store_.put_failover(f);
   t.record.state = SafeJobState::failing_over;
   auto& open = open_[{key, attempt}] = f;

@@ -85,7 +85,7 @@ RestartPlacement place_restart(const RestartInputs& in, const std::vector<SlurmN
   std::set<std::string> keep(required.begin(), required.end());
   for (const auto& n : in.bad) exclude.push_back(n);
   std::set<std::string> excluded(exclude.begin(), exclude.end());
-  // The nodes the job just left are healthy but refuse it for ~120 s (its old credential): keep
+  // The nodes the job just left are healthy but refuse it until its old credential expires: keep
   // it off them too when the rest of the cluster can hold it, else start it once that expires.
   std::vector<std::string> recent;
   for (auto& n : expand_hostlist(in.left))
@@ -169,7 +169,7 @@ FailoverStep decide_requeueing(const FailoverRecord& f, const SlurmJob& job, con
 }
 
 FailoverStep decide_requeued(const FailoverRecord& f, const SlurmJob& job, const RestartPlacement& placement,
-                             long long now) {
+                             long long credential_wait_s, long long now) {
   FailoverStep s;
   if (job.restart_count <= f.attempt) return s;  // the requeue is not yet visible
   // While the old run winds down Slurm has not yet set its own requeue hold: a StartTime set now
@@ -182,7 +182,7 @@ FailoverStep decide_requeued(const FailoverRecord& f, const SlurmJob& job, const
   s.kind = FailoverStep::Kind::restart;
   s.placement = placement;
   s.start = std::max(now, f.not_before);
-  if (placement.wait_credential) s.start = std::max(s.start, (f.requeue_time ? f.requeue_time : now) + kCredentialExpiry_s);
+  if (placement.wait_credential) s.start = std::max(s.start, (f.requeue_time ? f.requeue_time : now) + credential_wait_s);
   return s;
 }
 

@@ -18,10 +18,6 @@
 
 namespace safe {
 
-// slurmd refuses to start a requeued job again on a node it just left until the job's old
-// credential expires (about 120 s); past that a node is safe to reuse.
-inline constexpr long long kCredentialExpiry_s = 121;
-
 // Why a failover does nothing in a pass; each kind is logged once per stretch of waiting.
 enum class Deferral { none, backoff, rate_limit, silent_nodes };
 
@@ -89,9 +85,11 @@ struct RunNode {
 };
 // requeueing: requeue, once the job holds none of `run_nodes` that do not answer.
 FailoverStep decide_requeueing(const FailoverRecord& f, const SlurmJob& job, const std::vector<RunNode>& run_nodes);
-// requeued: once Slurm shows the requeue and the old run is gone, restart it at `placement`.
+// requeued: once Slurm shows the requeue and the old run is gone, restart it at `placement`. A
+// placement on nodes the job just left waits `credential_wait_s` from the requeue: slurmd refuses
+// the job there until the old run's credential has expired.
 FailoverStep decide_requeued(const FailoverRecord& f, const SlurmJob& job, const RestartPlacement& placement,
-                             long long now);
+                             long long credential_wait_s, long long now);
 
 // Adds `node` to the failover's bad nodes as a node fault (false when it was there already).
 bool blame_node(FailoverRecord& f, const std::string& node, const std::string& reason);

@@ -155,7 +155,8 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
       }
       case FailoverPhase::requeued: {
         bool visible = job.restart_count > f.attempt && !job.completing;
-        FailoverStep s = decide_requeued(f, job, visible ? placement_for(f, t, job) : RestartPlacement{}, now);
+        FailoverStep s = decide_requeued(f, job, visible ? placement_for(f, t, job) : RestartPlacement{},
+                                         credential_wait_s(), now);
         if (s.kind == FailoverStep::Kind::wait) return;
         if (s.kind == FailoverStep::Kind::ended) {
           f.phase = FailoverPhase::refused;

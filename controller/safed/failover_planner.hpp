@@ -83,6 +83,9 @@ class FailoverPlanner {
   void set_wall_clock_ns(std::function<long long()> clock) { wall_ns_ = std::move(clock); }
 
   void set_config(SafeConfig config);
+  // Slurm's job credential lifetime (SlurmReader::load_credential_lifetime; 120 s until set): a
+  // restart on a node the job just left waits it out.
+  void set_credential_lifetime(long long seconds) { credential_lifetime_s_ = seconds; }
   const SafeConfig& config() const { return config_; }
 
   // One pass over a consistent view of the cluster. Never acts on partial data: the caller
@@ -160,8 +163,12 @@ class FailoverPlanner {
   std::string tenant_of(const TrackedJob& t) const;
   void checkpoint_store();  // commits what is decided so far, before an action with side effects
   void log(std::string line);
+  // From a requeue until slurmd takes the job again on a node it left (a second past Slurm's
+  // credential lifetime).
+  long long credential_wait_s() const { return credential_lifetime_s_ + 1; }
 
   SafeConfig config_;
+  long long credential_lifetime_s_ = kSlurmDefaultCredentialLifetime_s;
   SlurmActions& slurm_;
   OutputPatternDialect dialect_;
   StateStore& store_;

@@ -71,6 +71,7 @@ class Safed {
   void reconcile_pass();
   void publish_shape(long long now, const std::vector<SlurmNode>& nodes);
   void read_licenses();
+  void read_credential_lifetime();
   void prune(long long now);
   // Waits for the next pass: at once when a pass waits for reads that just came in.
   void wait_for_next_pass();
@@ -92,6 +93,8 @@ class Safed {
   DeadlineReader evidence_reader_;
   AsyncJobFiles files_;
   JobUserCache user_cache_;
+  // As last read from Slurm; declared before planner_, which make_planner gives it to.
+  long long credential_lifetime_s_ = kSlurmDefaultCredentialLifetime_s;
   std::unique_ptr<FailoverPlanner> planner_;
   DeadNodeDetector detector_;
   ControllerHealth health_;
@@ -99,13 +102,14 @@ class Safed {
   std::mutex mutex_;       // guards planner_, detector_, health_, store_, and every libslurm call
   std::mutex read_mutex_;  // read_store_'s one connection, shared by the API's workers
   int failures_ = 0;       // Slurm reads failed in a row
-  long long licenses_at_ = 0, pruned_at_ = 0, shape_at_ = 0;
-  std::string shape_error_, licenses_error_;  // the last ones logged: each is logged once
+  long long licenses_at_ = 0, pruned_at_ = 0, shape_at_ = 0, credential_at_ = 0;
+  std::string shape_error_, licenses_error_, credential_error_;  // the last ones logged: each is logged once
   std::chrono::steady_clock::time_point next_pass_ = std::chrono::steady_clock::now();
 };
 
 std::unique_ptr<FailoverPlanner> Safed::make_planner(const SafeConfig& c) {
   auto p = std::make_unique<FailoverPlanner>(c, *slurm_, store_, files_, slurm_->output_pattern_dialect());
+  p->set_credential_lifetime(credential_lifetime_s_);
   p->set_user_names([this](std::uint32_t uid) {
     auto user = user_cache_.get(uid, std::time(nullptr));
     return user ? user->name : std::to_string(uid);
@@ -214,6 +218,11 @@ void Safed::reconcile_pass() {
   health_.slurm_ok = true;
   health_.slurm_error.clear();
   long long now = now_s();
+  // Read again now and then: `scontrol reconfigure` may change it.
+  if (now - credential_at_ >= 60) {
+    read_credential_lifetime();
+    credential_at_ = now;
+  }
   try {
     planner_->reconcile(*jobs, *nodes, now);
     ++health_.passes;  // a pass rolled back is none: tests count passes in which safed could act
@@ -258,6 +267,23 @@ void Safed::read_licenses() {
   else if (licenses.error() != licenses_error_)
     log_line("safed: " + licenses.error() + " (the status shows the last licenses read)");
   licenses_error_ = licenses.error();
+}
+
+void Safed::read_credential_lifetime() {
+  auto lifetime = slurm_->load_credential_lifetime();
+  if (!lifetime) {
+    if (lifetime.error() != credential_error_)
+      log_line("safed: " + lifetime.error() + " (restarts on a node a job just left wait " +
+               std::to_string(credential_lifetime_s_) + " s, Slurm's job credential lifetime as last known)");
+    credential_error_ = lifetime.error();
+    return;
+  }
+  credential_error_.clear();
+  if (*lifetime != credential_lifetime_s_ || credential_at_ == 0)
+    log_line("safed: Slurm's job credentials live " + std::to_string(*lifetime) +
+             " s (AuthInfo cred_expire): a restart on a node the job just left waits that long");
+  credential_lifetime_s_ = *lifetime;
+  planner_->set_credential_lifetime(*lifetime);
 }
 
 // Hourly: the store keeps finished jobs for controller.keep_history_days; the evidence of jobs

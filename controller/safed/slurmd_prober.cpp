@@ -20,19 +20,6 @@ long long now_ms() {
       .count();
 }
 
-// NodeAddr may be a name: the resolver answers numeric addresses without a lookup.
-bool resolve(const ProbeTarget& t, sockaddr_storage& addr, socklen_t& len) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  if (getaddrinfo(t.host.c_str(), std::to_string(t.port).c_str(), &hints, &found) != 0 || !found) return false;
-  std::memcpy(&addr, found->ai_addr, found->ai_addrlen);
-  len = found->ai_addrlen;
-  freeaddrinfo(found);
-  return true;
-}
-
 ProbeOutcome outcome_of(int err) {
   if (err == 0) return ProbeOutcome::connected;
   if (err == ECONNREFUSED) return ProbeOutcome::refused;
@@ -48,40 +35,70 @@ struct InFlight {
 
 }  // namespace
 
-std::vector<ProbeResult> probe_slurmds(const std::vector<ProbeTarget>& targets, int timeout_ms, int max_in_flight) {
+// NodeAddr may be a name: the resolver answers numeric addresses without a lookup.
+std::vector<SocketAddress> resolve_target(const ProbeTarget& t) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  std::vector<SocketAddress> out;
+  if (getaddrinfo(t.host.c_str(), std::to_string(t.port).c_str(), &hints, &found) != 0) return out;
+  for (addrinfo* a = found; a; a = a->ai_next) {
+    if (a->ai_addrlen > sizeof(sockaddr_storage)) continue;
+    SocketAddress s;
+    std::memcpy(&s.addr, a->ai_addr, a->ai_addrlen);
+    s.len = a->ai_addrlen;
+    out.push_back(s);
+  }
+  freeaddrinfo(found);
+  return out;
+}
+
+std::vector<ProbeResult> probe_slurmds(const std::vector<ProbeTarget>& targets, int timeout_ms, int max_in_flight,
+                                       const std::function<std::vector<SocketAddress>(const ProbeTarget&)>& resolve) {
   std::vector<ProbeResult> results(targets.size());
+  std::vector<std::vector<SocketAddress>> addresses(targets.size());
+  std::vector<std::size_t> tried(targets.size(), 0);  // addresses of the target tried so far
   std::vector<InFlight> open;
   std::vector<pollfd> fds;
   std::size_t next = 0;
-  auto finish = [&](std::size_t i, ProbeOutcome o) { results[i].outcome = o; };
+  // A later address that fails outright (an address family the host lacks) does not hide an
+  // earlier one's refusal.
+  auto finish = [&](std::size_t i, ProbeOutcome o) {
+    if (o != ProbeOutcome::failed || results[i].outcome == ProbeOutcome::failed) results[i].outcome = o;
+  };
+  // Connects to the target's next addresses until one is in flight or answered: a connect that is
+  // decided at once (refused on loopback, an address family the host lacks) moves on at once.
+  auto start = [&](std::size_t i) {
+    while (tried[i] < addresses[i].size()) {
+      const SocketAddress& a = addresses[i][tried[i]++];
+      int fd = socket(a.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      if (fd < 0) {
+        finish(i, ProbeOutcome::failed);
+        continue;
+      }
+      if (connect(fd, reinterpret_cast<const sockaddr*>(&a.addr), a.len) == 0) {
+        close(fd);
+        finish(i, ProbeOutcome::connected);
+        return;
+      }
+      if (errno == EINPROGRESS) {
+        open.push_back({i, fd, now_ms() + timeout_ms});
+        return;
+      }
+      finish(i, outcome_of(errno));
+      close(fd);
+    }
+  };
   while (next < targets.size() || !open.empty()) {
-    // Start connects up to the limit; a connect that is decided at once (refused on loopback,
-    // bad address) is recorded without waiting.
     while (next < targets.size() && static_cast<int>(open.size()) < std::max(1, max_in_flight)) {
       std::size_t i = next++;
       const ProbeTarget& t = targets[i];
       results[i].node = t.node;
       results[i].address = t.host + ":" + std::to_string(t.port);
-      sockaddr_storage addr;
-      socklen_t len = 0;
-      if (!resolve(t, addr, len)) {
-        finish(i, ProbeOutcome::failed);
-        continue;
-      }
-      int fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-      if (fd < 0) {
-        finish(i, ProbeOutcome::failed);
-        continue;
-      }
-      if (connect(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0) {
-        close(fd);
-        finish(i, ProbeOutcome::connected);
-      } else if (errno == EINPROGRESS) {
-        open.push_back({i, fd, now_ms() + timeout_ms});
-      } else {
-        finish(i, outcome_of(errno));
-        close(fd);
-      }
+      results[i].outcome = ProbeOutcome::failed;  // no address at all
+      addresses[i] = resolve(t);
+      start(i);
     }
     if (open.empty()) continue;
     fds.clear();
@@ -94,6 +111,7 @@ std::vector<ProbeResult> probe_slurmds(const std::vector<ProbeTarget>& targets, 
     if (ready < 0 && errno != EINTR) ready = 0;
     now = now_ms();
     std::vector<InFlight> still;
+    std::vector<std::size_t> retry;  // refused or failed: their next address
     for (std::size_t k = 0; k < open.size(); ++k) {
       const InFlight& f = open[k];
       if (fds[k].revents != 0) {
@@ -102,6 +120,7 @@ std::vector<ProbeResult> probe_slurmds(const std::vector<ProbeTarget>& targets, 
         if (getsockopt(f.fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0) err = errno;
         finish(f.index, outcome_of(err));
         close(f.fd);
+        if (err != 0) retry.push_back(f.index);
       } else if (now >= f.deadline) {
         finish(f.index, ProbeOutcome::timed_out);
         close(f.fd);
@@ -110,6 +129,7 @@ std::vector<ProbeResult> probe_slurmds(const std::vector<ProbeTarget>& targets, 
       }
     }
     open = std::move(still);
+    for (std::size_t i : retry) start(i);
   }
   return results;
 }

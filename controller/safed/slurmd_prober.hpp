@@ -3,14 +3,31 @@
 // A completed handshake is closed at once; nothing is sent.
 #pragma once
 
+#include <sys/socket.h>
+
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "controller/safed/slurmd_liveness.hpp"
 
 namespace safe {
 
-// One result per target, in the targets' order. Blocks the calling thread for at most about
-// ceil(targets / max_in_flight) * timeout_ms (plus name resolution of non-numeric addresses).
-std::vector<ProbeResult> probe_slurmds(const std::vector<ProbeTarget>& targets, int timeout_ms, int max_in_flight);
+struct SocketAddress {
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+};
+
+// A target's addresses, in the resolver's order: getaddrinfo's (a name such as localhost may give
+// ::1 before 127.0.0.1, while slurmd listens on IPv4 only unless told otherwise).
+std::vector<SocketAddress> resolve_target(const ProbeTarget& target);
+
+// One result per target, in the targets' order. A target whose address refuses or fails is tried
+// at its next address: it is refused (or failed) only when every address was; a timeout ends it.
+// Blocks the calling thread for at most about ceil(targets / max_in_flight) * timeout_ms per
+// address (plus name resolution of non-numeric addresses).
+std::vector<ProbeResult> probe_slurmds(
+    const std::vector<ProbeTarget>& targets, int timeout_ms, int max_in_flight,
+    const std::function<std::vector<SocketAddress>(const ProbeTarget&)>& resolve = resolve_target);
 
 }  // namespace safe

@@ -24,7 +24,7 @@ end_trainer_test() {
 
 # all_nodes_in_service TIMEOUT_S: waits until every node of the cluster is in service (idle, mixed
 # or allocated). A failover test moves its job to spare nodes, and the nodes a job just left are
-# used only when no others can hold it (after Slurm's ~120 s credential expiry): a node an
+# used only when no others can hold it (after the job's old credential expired): a node an
 # earlier test left drained (the health checker resumes its own drains only after
 # health.pass_runs_before_resume clean runs) would turn the move into that wait.
 all_nodes_in_service() {

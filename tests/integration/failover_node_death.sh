@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # failover_node_death.sh: on a cluster of its own (4 nodes, SaFE), one node's slurmd is killed
 # under a running 2-node trainer job. safed's slurmd probes find it dead and set the node DOWN
-# (long before Slurm's own SlurmdTimeout would), Slurm requeues the job with its ~120 s hold, and
+# (long before Slurm's own SlurmdTimeout would), Slurm requeues the job with its hold (the job
+# credential's lifetime: Slurm's default 120 s on this cluster of its own), and
 # safed starts it at once on healthy nodes, excluding the dead one. The test checks that the
 # failover rests on safed's probe evidence (the SaFE-unreachable reason), not on Slurm's timeout,
 # and that safed returns the node to service once its slurmd is back. Prints the MTTR and its parts.

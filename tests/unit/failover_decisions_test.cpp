@@ -237,19 +237,20 @@ TEST(FailoverDecisions, TheRestartWaitsForSlurmThenStartsAtOnceOrAfterTheCredent
   f.not_before = 0;
   f.requeue_time = 200;
   RestartPlacement elsewhere{"n1", std::nullopt, {}, false};
-  EXPECT_EQ(Kind::wait, decide_requeued(f, job_in(SlurmJobState::running, 0), elsewhere, 210).kind)
+  EXPECT_EQ(Kind::wait, decide_requeued(f, job_in(SlurmJobState::running, 0), elsewhere, 121, 210).kind)
       << "requeue not yet visible";
-  EXPECT_EQ(Kind::wait, decide_requeued(f, job_in(SlurmJobState::pending, 1, true), elsewhere, 210).kind)
+  EXPECT_EQ(Kind::wait, decide_requeued(f, job_in(SlurmJobState::pending, 1, true), elsewhere, 121, 210).kind)
       << "old run winding down";
-  EXPECT_EQ(Kind::ended, decide_requeued(f, job_in(SlurmJobState::cancelled, 1), elsewhere, 210).kind);
-  FailoverStep s = decide_requeued(f, job_in(SlurmJobState::pending, 1), elsewhere, 210);
+  EXPECT_EQ(Kind::ended, decide_requeued(f, job_in(SlurmJobState::cancelled, 1), elsewhere, 121, 210).kind);
+  FailoverStep s = decide_requeued(f, job_in(SlurmJobState::pending, 1), elsewhere, 121, 210);
   EXPECT_EQ(Kind::restart, s.kind);
   EXPECT_EQ(210, s.start);
   EXPECT_EQ(elsewhere, s.placement);
   RestartPlacement same_nodes{"", std::nullopt, {}, true};
-  EXPECT_EQ(200 + kCredentialExpiry_s, decide_requeued(f, job_in(SlurmJobState::pending, 1), same_nodes, 210).start);
+  EXPECT_EQ(200 + 21, decide_requeued(f, job_in(SlurmJobState::pending, 1), same_nodes, 21, 210).start)
+      << "from the requeue, the credential's lifetime";
   f.not_before = 400;
-  EXPECT_EQ(400, decide_requeued(f, job_in(SlurmJobState::pending, 1), elsewhere, 210).start) << "backoff";
+  EXPECT_EQ(400, decide_requeued(f, job_in(SlurmJobState::pending, 1), elsewhere, 121, 210).start) << "backoff";
 }
 
 // ---- where the restart may run

@@ -25,6 +25,7 @@ class FakeSlurm : public SlurmClient, public SlurmNodeControl {
   std::vector<SlurmNode> nodes;
   std::vector<SlurmLicense> licenses;
   std::vector<SlurmPartition> partitions;
+  long long credential_lifetime = kSlurmDefaultCredentialLifetime_s;  // AuthInfo cred_expire
   std::vector<std::string> calls;
   bool reachable = true;             // false: every read fails, as when slurmctld does not answer
   bool crash_after_requeue = false;  // simulates safed dying right after Slurm requeued the job
@@ -81,6 +82,10 @@ class FakeSlurm : public SlurmClient, public SlurmNodeControl {
   Result<std::vector<SlurmPartition>> load_partitions() override {
     if (!reachable) return Error{"unreachable"};
     return partitions;
+  }
+  Result<long long> load_credential_lifetime() override {
+    if (!reachable) return Error{"unreachable"};
+    return credential_lifetime;
   }
   OutputPatternDialect output_pattern_dialect() const override { return OutputPatternDialect::slurmd_fname; }
 

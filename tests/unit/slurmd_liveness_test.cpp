@@ -1,6 +1,7 @@
 // Dead-node detection: the pure judgement (probe results -> DOWN / resume), the socket layer
 // against real sockets on loopback, and the detector's calls to a fake Slurm.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 
 #include "controller/safed/dead_node_detector.hpp"
 #include "controller/safed/slurmd_liveness.hpp"
@@ -143,6 +144,44 @@ TEST(SlurmdProber, RealSocketsConnectedRefusedAndUnresolvable) {
   EXPECT_EQ(ProbeOutcome::failed, r[2].outcome);
   EXPECT_EQ(ProbeOutcome::connected, r[3].outcome);
   EXPECT_EQ("d", r[3].node);
+}
+
+SocketAddress loopback(int family, int port) {
+  SocketAddress a;
+  if (family == AF_INET6) {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&a.addr);
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(static_cast<std::uint16_t>(port));
+    in6->sin6_addr = in6addr_loopback;
+    a.len = sizeof(sockaddr_in6);
+  } else {
+    auto* in = reinterpret_cast<sockaddr_in*>(&a.addr);
+    in->sin_family = AF_INET;
+    in->sin_port = htons(static_cast<std::uint16_t>(port));
+    in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.len = sizeof(sockaddr_in);
+  }
+  return a;
+}
+
+// On a Debian machine localhost is ::1 before 127.0.0.1, and slurmd listens on IPv4 only unless
+// told otherwise: a live slurmd must not be taken for a refusing one.
+TEST(SlurmdProber, EveryAddressOfANameIsTriedBeforeItCountsAsRefused) {
+  Listener ipv4_only(16);
+  int dead_port = 0;
+  {
+    Listener gone(16);
+    dead_port = gone.port;
+  }
+  auto both = [&](const ProbeTarget& t) {
+    return std::vector<SocketAddress>{loopback(AF_INET6, t.port), loopback(AF_INET, t.port)};
+  };
+  auto r = probe_slurmds({{"alive", "localhost", ipv4_only.port}, {"dead", "localhost", dead_port}}, 500, 2, both);
+  ASSERT_EQ(2u, r.size());
+  EXPECT_EQ(ProbeOutcome::connected, r[0].outcome) << "refused (or unreachable) on ::1, listening on 127.0.0.1";
+  EXPECT_EQ(ProbeOutcome::refused, r[1].outcome) << "nothing listens on either address";
+  auto none = [](const ProbeTarget&) { return std::vector<SocketAddress>{}; };
+  EXPECT_EQ(ProbeOutcome::failed, probe_slurmds({{"x", "nowhere", 1}}, 500, 2, none)[0].outcome);
 }
 
 TEST(SlurmdProber, AFullAcceptBacklogTimesOut) {
