@@ -120,6 +120,16 @@ SubmissionReview review_submission(const SafeConfig& config, const Submission& s
   AdmissionDecision decision = admit_job(config, request, user);
   review.message = decision.message;
   if (!decision.accepted) return review;
+  // Slurm's expedited requeue restarts the job at once, at the top of the queue, after a node
+  // failure or a failed epilog (it holds it after any other failure): with SaFE's retries both
+  // would act on one failure.
+  if (decision.requeue_with_append && sub.expedited_requeue) {
+    review.message = "safe: --requeue=expedite and --safe-retries=" + std::to_string(decision.settings.retries) +
+                     " would both restart this job after one failure (Slurm's expedited requeue restarts it "
+                     "at once after a node failure or a failed epilog); drop --requeue=expedite to let SaFE retry "
+                     "it (at once, away from the failed node), or give --safe-retries=0 to leave restarts to Slurm";
+    return review;
+  }
   if (quota && charge.gpus > 0) review.quota_charged = choice.workspace->name;
 
   review.accepted = true;

@@ -19,6 +19,7 @@ struct Submission {
   std::vector<std::string> spank_env;  // job_desc->spank_job_env
   std::string partition, account, qos, licenses, admin_comment;
   GpuRequest gpus;
+  bool expedited_requeue = false;  // --requeue=expedite (Slurm 25.11 and later)
   // A component of a heterogeneous job: its offset, and the quota workspaces the components
   // before it were charged GPUs in. Slurm tests each component's licenses on its own and then
   // starts them all together, so two components charged to one quota could together exceed it.

@@ -88,6 +88,9 @@ safe::Submission read_submission(const job_desc_msg_t* job) {
   // --exclusive (not =user or =mcs, which share no GPUs) and core specialization get whole nodes.
   s.gpus.exclusive = job->shared == JOB_SHARED_NONE;
   s.gpus.core_spec = job->core_spec != NO_VAL16;
+#ifdef EXPEDITED_REQUEUE  // --requeue=expedite, since 25.11
+  s.expedited_requeue = (job->bitflags & EXPEDITED_REQUEUE) != 0;
+#endif
   return s;
 }
 

@@ -133,6 +133,9 @@ SlurmJob convert(const slurm_job_info_t& j) {
   o.exit_code = j.exit_code;
   o.derived_ec = j.derived_ec;
   o.restart_count = j.restart_cnt;
+#ifdef EXPEDITED_REQUEUE  // since 25.11
+  o.expedited_requeue = (j.bitflags & EXPEDITED_REQUEUE) != 0;
+#endif
   o.nodes = text(j.nodes);
   o.exc_nodes = text(j.exc_nodes);
   o.admin_comment = text(j.admin_comment);

@@ -48,6 +48,7 @@ struct SlurmJob {
   std::uint32_t exit_code = 0;   // wait status of the batch script
   std::uint32_t derived_ec = 0;  // highest wait status of the steps
   int restart_count = 0;  // Slurm's restart_count: how often the job was requeued
+  bool expedited_requeue = false;  // --requeue=expedite (25.11 and later): Slurm restarts it itself
   std::string nodes;      // host list of the (last) allocation
   std::string exc_nodes;
   std::string admin_comment;

@@ -257,7 +257,7 @@ void FailoverPlanner::start_failover(TrackedJob& t, const SlurmJob& job, const J
   log("safed: job " + std::to_string(job.id) + " attempt " + std::to_string(attempt + 1) + ": " + c.summary() + " (" +
       c.rule + ")");
 
-  switch (decide_after_failure(by_slurm, refused, is_retried(c.failure_class, config_.failover),
+  switch (decide_after_failure(by_slurm, refused, job.expedited_requeue, is_retried(c.failure_class, config_.failover),
                                t.record.retries_used, meta.settings.retries)) {
     case AfterFailure::leave_to_owner:
       t.record.state = SafeJobState::pending;

@@ -49,7 +49,9 @@ NodeStep decide_node(const SlurmNode& n, bool quarantined, bool in_fault) {
   return s;
 }
 
-AfterFailure decide_after_failure(bool by_slurm, bool refused, bool retried, int retries_used, int max_retries) {
+AfterFailure decide_after_failure(bool by_slurm, bool refused, bool expedited, bool retried, int retries_used,
+                                  int max_retries) {
+  if (by_slurm && expedited) return AfterFailure::leave_to_owner;
   if (!retried) return by_slurm ? AfterFailure::leave_to_owner : AfterFailure::not_retried;
   if (!refused && retries_used >= max_retries) return AfterFailure::retries_exhausted;
   return AfterFailure::fail_over;

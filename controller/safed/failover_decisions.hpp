@@ -114,14 +114,17 @@ NodeStep decide_node(const SlurmNode& n, bool quarantined, bool in_fault);
 
 // What follows a classified failure of an attempt.
 enum class AfterFailure {
-  leave_to_owner,     // requeued by Slurm or an administrator for a reason SaFE has no fault for: theirs
+  leave_to_owner,     // requeued by Slurm or an administrator for a reason SaFE has no fault for, or by
+                      // Slurm's expedited requeue (the job's owner asked Slurm to restart it): theirs
   not_retried,        // its class is not in failover.retry_classes: recorded (and held if Slurm requeued it)
   retries_exhausted,  // the job used its retries: recorded (and held)
   fail_over,
 };
 // `by_slurm`: the run was requeued before SaFE acted (by Slurm, or refused by the prolog);
-// `refused`: the prolog refused the run (it never started, so it costs no retry).
-AfterFailure decide_after_failure(bool by_slurm, bool refused, bool retried, int retries_used, int max_retries);
+// `refused`: the prolog refused the run (it never started, so it costs no retry); `expedited`: the
+// job has Slurm's --requeue=expedite.
+AfterFailure decide_after_failure(bool by_slurm, bool refused, bool expedited, bool retried, int retries_used,
+                                  int max_retries);
 
 // Slurm's base state says the job ran to an end (not pending, running or suspended).
 bool ended(SlurmJobState s);

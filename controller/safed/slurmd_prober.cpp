@@ -111,7 +111,7 @@ std::vector<ProbeResult> probe_slurmds(const std::vector<ProbeTarget>& targets, 
     if (ready < 0 && errno != EINTR) ready = 0;
     now = now_ms();
     std::vector<InFlight> still;
-    std::vector<std::size_t> retry;  // refused or failed: their next address
+    std::vector<std::size_t> retry;  // not connected: their next address
     for (std::size_t k = 0; k < open.size(); ++k) {
       const InFlight& f = open[k];
       if (fds[k].revents != 0) {
@@ -124,6 +124,7 @@ std::vector<ProbeResult> probe_slurmds(const std::vector<ProbeTarget>& targets, 
       } else if (now >= f.deadline) {
         finish(f.index, ProbeOutcome::timed_out);
         close(f.fd);
+        retry.push_back(f.index);
       } else {
         still.push_back(f);
       }

@@ -22,10 +22,11 @@ struct SocketAddress {
 // ::1 before 127.0.0.1, while slurmd listens on IPv4 only unless told otherwise).
 std::vector<SocketAddress> resolve_target(const ProbeTarget& target);
 
-// One result per target, in the targets' order. A target whose address refuses or fails is tried
-// at its next address: it is refused (or failed) only when every address was; a timeout ends it.
-// Blocks the calling thread for at most about ceil(targets / max_in_flight) * timeout_ms per
-// address (plus name resolution of non-numeric addresses).
+// One result per target, in the targets' order. A target whose address does not connect (refused,
+// timed out, failed) is tried at its next address: it counts as connected when any address
+// connects, else by its last address's outcome (a failure outright never hides a refusal or a
+// timeout). Blocks the calling thread for at most about ceil(targets / max_in_flight) * timeout_ms
+// per address (plus name resolution of non-numeric addresses).
 std::vector<ProbeResult> probe_slurmds(
     const std::vector<ProbeTarget>& targets, int timeout_ms, int max_in_flight,
     const std::function<std::vector<SocketAddress>(const ProbeTarget&)>& resolve = resolve_target);

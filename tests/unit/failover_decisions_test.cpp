@@ -114,14 +114,21 @@ TEST(NodeStep, NotRespondingAloneIsNoFault) {
 TEST(FailoverDecisions, AfterAFailure) {
   using A = AfterFailure;
   // by_slurm, refused, retried, used, max
-  EXPECT_EQ(A::fail_over, decide_after_failure(false, false, true, 0, 3));
-  EXPECT_EQ(A::fail_over, decide_after_failure(true, false, true, 2, 3)) << "Slurm requeued it after a node fault";
-  EXPECT_EQ(A::retries_exhausted, decide_after_failure(false, false, true, 3, 3));
-  EXPECT_EQ(A::retries_exhausted, decide_after_failure(true, false, true, 3, 3));
-  EXPECT_EQ(A::fail_over, decide_after_failure(true, true, true, 3, 3)) << "a run the prolog refused costs no retry";
-  EXPECT_EQ(A::not_retried, decide_after_failure(false, false, false, 0, 3)) << "a user error";
-  EXPECT_EQ(A::leave_to_owner, decide_after_failure(true, false, false, 0, 3)) << "requeued by an administrator";
-  EXPECT_EQ(A::retries_exhausted, decide_after_failure(false, false, true, 0, 0)) << "no retries: never failed over";
+  EXPECT_EQ(A::fail_over, decide_after_failure(false, false, false, true, 0, 3));
+  EXPECT_EQ(A::fail_over, decide_after_failure(true, false, false, true, 2, 3)) << "Slurm requeued it after a node fault";
+  EXPECT_EQ(A::retries_exhausted, decide_after_failure(false, false, false, true, 3, 3));
+  EXPECT_EQ(A::retries_exhausted, decide_after_failure(true, false, false, true, 3, 3));
+  EXPECT_EQ(A::fail_over, decide_after_failure(true, true, false, true, 3, 3)) << "a run the prolog refused costs no retry";
+  EXPECT_EQ(A::not_retried, decide_after_failure(false, false, false, false, 0, 3)) << "a user error";
+  EXPECT_EQ(A::leave_to_owner, decide_after_failure(true, false, false, false, 0, 3)) << "requeued by an administrator";
+  EXPECT_EQ(A::retries_exhausted, decide_after_failure(false, false, false, true, 0, 0)) << "no retries: never failed over";
+  // Slurm's expedited requeue (25.11): the job's owner asked Slurm to restart it; SaFE neither
+  // requeues it again nor holds it, whatever its class and retries.
+  EXPECT_EQ(A::leave_to_owner, decide_after_failure(true, false, true, true, 0, 0));
+  EXPECT_EQ(A::leave_to_owner, decide_after_failure(true, false, true, false, 0, 3)) << "a class SaFE does not retry";
+  EXPECT_EQ(A::fail_over, decide_after_failure(false, false, true, true, 0, 3)) << "a fault SaFE found first";
+  EXPECT_EQ(A::leave_to_owner, decide_after_failure(true, true, true, true, 0, 3))
+      << "a run the prolog refused: Slurm holds or restarts it";
 }
 
 // ---- waiting: backoff, then the checkpoint signal

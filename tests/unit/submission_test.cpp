@@ -65,6 +65,27 @@ TEST(Submission, AcceptedJobIsRewritten) {
                                   }));
 }
 
+// Slurm 25.11's --requeue=expedite restarts a job itself: a job SaFE retries cannot also have it.
+TEST(Submission, AnExpeditedRequeueIsForJobsSafeDoesNotRetry) {
+  Submission s;
+  s.spank_env = {"_SLURM_SPANK_OPTION_safe_safe_workspace=ml", "_SLURM_SPANK_OPTION_safe_safe_retries=2"};
+  s.expedited_requeue = true;
+  SubmissionReview r = review_submission(config(), s, kAlice, &kShape);
+  EXPECT_FALSE(r.accepted);
+  EXPECT_EQ(r.message,
+            "safe: --requeue=expedite and --safe-retries=2 would both restart this job after one failure (Slurm's "
+            "expedited requeue restarts it at once after a node failure or a failed epilog); drop --requeue=expedite "
+            "to let SaFE retry it (at once, away from the failed node), or give --safe-retries=0 to leave restarts to "
+            "Slurm");
+  s.spank_env = {"_SLURM_SPANK_OPTION_safe_safe_workspace=ml", "_SLURM_SPANK_OPTION_safe_safe_retries=0"};
+  r = review_submission(config(), s, kAlice, &kShape);
+  EXPECT_TRUE(r.accepted) << r.message;
+  EXPECT_FALSE(r.changes.requeue_with_append);
+  s.expedited_requeue = false;
+  s.spank_env = {"_SLURM_SPANK_OPTION_safe_safe_workspace=ml", "_SLURM_SPANK_OPTION_safe_safe_retries=2"};
+  EXPECT_TRUE(review_submission(config(), s, kAlice, &kShape).accepted);
+}
+
 TEST(Submission, RejectsBadOptionValueFromTheEnvironment) {
   Submission s;
   s.spank_env = {"_SLURM_SPANK_OPTION_safe_safe_ckpt_dir=relative/dir"};
