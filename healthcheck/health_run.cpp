@@ -216,6 +216,13 @@ RunReport run_health_once(const RunOptions& o, ProcessRunner& runner, SlurmNodeC
     report.decision = decide_drain(node_status, report.verdict, report.startup_run);
     if (read_slurm && !node_status)
       report.decision.why += status_read ? ": " + status_read->error : ": scontrol did not answer in time";
+    // The reason read at the start of the run may have changed since: safed puts a quarantine
+    // back over a "SaFE:" drain within a second. Resume only a drain that is still this checker's.
+    if (report.decision.action == NodeAction::resume) {
+      Result<NodeStatus> now = slurm.read(o.node);
+      report.decision = now ? decide_drain(*now, report.verdict, report.startup_run)
+                            : DrainDecision{NodeAction::none, {}, "not resumed: " + now.error()};
+    }
   }
   Status acted = report.decision.action == NodeAction::drain    ? slurm.drain(o.node, report.decision.reason)
                  : report.decision.action == NodeAction::resume ? slurm.resume(o.node)

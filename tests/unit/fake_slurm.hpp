@@ -38,6 +38,7 @@ class FakeSlurm : public SlurmClient, public SlurmNodeControl {
   std::string reject;  // non-empty: every submission fails with this (not a refusal)
   bool batch = true;   // requeue_job works for batch jobs only (the prolog's refusal of an srun)
   std::function<void()> on_drain;  // runs as a drain arrives, to look at what was done before it
+  std::function<void()> after_read;  // runs once a node's state was read: another writer acting then
 
   SlurmJob* job(std::uint32_t id) {
     for (auto& j : jobs)
@@ -182,7 +183,9 @@ class FakeSlurm : public SlurmClient, public SlurmNodeControl {
     if (!reachable) return Error{"scontrol timed out"};
     const SlurmNode* n = node(name);
     if (!n) return Error{"Node " + name + " not found"};
-    return NodeStatus{name, n->state, n->reason};
+    NodeStatus status{name, n->state, n->reason};
+    if (after_read) after_read();
+    return status;
   }
   Status drain(const std::string& name, const std::string& reason) override { return drain_node(name, reason); }
   Status resume(const std::string& name) override { return resume_node(name); }

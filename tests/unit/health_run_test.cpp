@@ -93,6 +93,24 @@ TEST_F(HealthRun, AdminDrainIsNeverTouchedOrResumed) {
   EXPECT_EQ(node().reason, "ADMIN SHUTDOWN");
 }
 
+// safed puts its quarantine back over a "SaFE:" drain within a second; a run that read the node's
+// own drain before that must not resume the quarantine after it (seen in CI: quarantine_lemon).
+TEST_F(HealthRun, ADrainThatStoppedBeingItsOwnDuringTheRunIsNotResumed) {
+  inject(3, SimFault::ecc);
+  run();
+  inject(3, SimFault::clear);
+  run();
+  run();
+  slurm.after_read = [this] {
+    node().reason = "SaFE-quarantine: 3 faults in 24h";
+    slurm.after_read = nullptr;
+  };
+  RunReport r = run();
+  EXPECT_EQ(r.decision.action, NodeAction::none) << summary_line(r);
+  EXPECT_EQ(slurm.count("resume"), 0);
+  EXPECT_EQ(node().state, "IDLE+DRAIN");
+}
+
 TEST_F(HealthRun, QuarantinedNodeIsNeverResumed) {
   node().state = "IDLE+DRAIN";
   node().reason = "SaFE-quarantine: 3 faults in 24h";
