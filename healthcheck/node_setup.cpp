@@ -73,13 +73,9 @@ int slurmd_pid(const NodeFs& fs, int pid) {
 void adopt_slurmd_environment(const NodeFs& fs, int pid) {
   if (!std::getenv("PATH")) setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 1);
   if (pid <= 0 || std::getenv("SLURM_CONF")) return;
+  // slurmd's `-f FILE` first: slurmd reads that file whatever SLURM_CONF it inherited, and a
+  // SLURM_CONF left in its environment may name another cluster's.
   std::string base = "/proc/" + std::to_string(pid);
-  for (const auto& entry : nul_list(fs, base + "/environ")) {
-    if (entry.rfind("SLURM_CONF=", 0) == 0 && entry.size() > 11) {
-      setenv("SLURM_CONF", entry.c_str() + 11, 1);
-      return;
-    }
-  }
   auto args = nul_list(fs, base + "/cmdline");
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string file;
@@ -87,6 +83,12 @@ void adopt_slurmd_environment(const NodeFs& fs, int pid) {
     else if (args[i].rfind("-f", 0) == 0 && args[i].size() > 2) file = args[i].substr(2);
     if (!file.empty() && file[0] == '/') {
       setenv("SLURM_CONF", file.c_str(), 1);
+      return;
+    }
+  }
+  for (const auto& entry : nul_list(fs, base + "/environ")) {
+    if (entry.rfind("SLURM_CONF=", 0) == 0 && entry.size() > 11) {
+      setenv("SLURM_CONF", entry.c_str() + 11, 1);
       return;
     }
   }

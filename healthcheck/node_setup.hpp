@@ -12,8 +12,8 @@
 namespace safe {
 
 // slurmd gives HealthCheckProgram only SLURMD_NODENAME: no SLURM_CONF, no PATH. When run by
-// slurmd (`slurmd_pid` > 0) and SLURM_CONF is unset, take it from slurmd's own environment or its
-// `-f FILE` argument, so scontrol talks to the cluster this slurmd belongs to; and give PATH a
+// slurmd (`slurmd_pid` > 0) and SLURM_CONF is unset, take it from slurmd's `-f FILE` argument, else
+// its own environment, so scontrol talks to the cluster this slurmd belongs to; and give PATH a
 // default. Call before starting threads (it sets environment variables).
 void adopt_slurmd_environment(const NodeFs& proc_fs, int slurmd_pid);
 

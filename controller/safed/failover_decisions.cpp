@@ -112,8 +112,17 @@ RestartPlacement place_restart(const RestartInputs& in, const std::vector<SlurmN
   return p;
 }
 
+// A cancel (by the job's owner or an administrator) ends the job for good: safed requeued a job
+// cancelled during its checkpoint grace and brought it back. Only scancel makes a job CANCELLED;
+// safed's own checkpoint signal never does (it is never SIGKILL).
+static bool cancelled(const SlurmJob& job) { return job.state == SlurmJobState::cancelled; }
+
 FailoverStep decide_waiting(const FailoverRecord& f, const SlurmJob& job, int checkpoint_signal, long long now) {
   FailoverStep s;
+  if (cancelled(job)) {
+    s.kind = FailoverStep::Kind::ended;
+    return s;
+  }
   if (now < f.not_before) {
     s.deferral = Deferral::backoff;
     return s;
@@ -127,6 +136,10 @@ FailoverStep decide_waiting(const FailoverRecord& f, const SlurmJob& job, int ch
 FailoverStep decide_signalled(const FailoverRecord& f, const SlurmJob& job, int grace_s, bool checkpointed,
                               long long now) {
   FailoverStep s;
+  if (cancelled(job)) {
+    s.kind = FailoverStep::Kind::ended;
+    return s;
+  }
   bool left = job.state != SlurmJobState::running || job.completing;
   if (!left && !checkpointed && now < f.signal_time + grace_s) return s;
   s.kind = FailoverStep::Kind::stop_waiting;
@@ -146,6 +159,10 @@ FailoverStep decide_requeueing(const FailoverRecord& f, const SlurmJob& job, con
   FailoverStep s;
   if (job.restart_count > f.attempt) {
     s.kind = FailoverStep::Kind::requeued_by_slurm;
+    return s;
+  }
+  if (cancelled(job)) {
+    s.kind = FailoverStep::Kind::ended;
     return s;
   }
   s.kind = FailoverStep::Kind::requeue;
@@ -182,6 +199,10 @@ FailoverStep decide_requeued(const FailoverRecord& f, const SlurmJob& job, const
     return s;
   }
   s.kind = FailoverStep::Kind::restart;
+  if (job.state == SlurmJobState::running) {
+    s.running_again = true;
+    return s;
+  }
   s.placement = placement;
   s.start = std::max(now, f.not_before);
   if (placement.wait_credential) s.start = std::max(s.start, (f.requeue_time ? f.requeue_time : now) + credential_wait_s);

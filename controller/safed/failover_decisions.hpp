@@ -58,7 +58,7 @@ struct FailoverStep {
     requeued_by_slurm,  // Slurm already requeued this run (perhaps before a restart of safed)
     requeue,            // take `silent` nodes off first; requeue unless `hold` (the job still holds one)
     restart,            // set the job's exclusions, required nodes and `start` time: done
-    ended,              // the job ended during its failover: nothing more to do
+    ended,              // the job was cancelled, or ended after the requeue: nothing more to do
   };
   Kind kind = Kind::wait;
   Deferral deferral = Deferral::none;
@@ -68,6 +68,10 @@ struct FailoverStep {
   bool hold = false;
   RestartPlacement placement;
   long long start = 0;
+  // restart: Slurm already started the job again on its own (SchedulerParameters=requeue_delay
+  // shorter than safed's pass, 25.11): only the record is written; a running job's nodes and
+  // start time cannot change.
+  bool running_again = false;
 };
 
 // waiting: the backoff after earlier failovers, then the checkpoint signal to a running job.

@@ -65,6 +65,7 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
     switch (f.phase) {
       case FailoverPhase::waiting: {
         FailoverStep s = decide_waiting(f, job, meta.settings.ckpt_signal.signo, now);
+        if (s.kind == FailoverStep::Kind::ended) return end_failover(f, t, job);
         if (s.kind == FailoverStep::Kind::wait) {
           defer(job.id, s.deferral,
                 "failover waits " + std::to_string(f.not_before - now) + " s (backoff after earlier failovers)");
@@ -107,6 +108,7 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         long long after_ns = t.signal_sent_ns ? t.signal_sent_ns : (f.signal_time + 1) * 1000000000LL - 1;
         bool checkpointed = !meta.settings.ckpt_dir.empty() && known_checkpoint_ns(t, meta, fresh, want) > after_ns;
         FailoverStep s = decide_signalled(f, job, grace, checkpointed, now);
+        if (s.kind == FailoverStep::Kind::ended) return end_failover(f, t, job);
         if (s.kind == FailoverStep::Kind::wait) return;
         log("safed: job " + id + ": " + s.why + "; requeueing");
         f.phase = FailoverPhase::requeueing;
@@ -115,6 +117,7 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
       }
       case FailoverPhase::requeueing: {
         FailoverStep s = decide_requeueing(f, job, run_nodes(t, job));
+        if (s.kind == FailoverStep::Kind::ended) return end_failover(f, t, job);
         if (s.kind == FailoverStep::Kind::requeued_by_slurm) {
           settle_running_attempt(f, t, meta, now);
           if (!f.requeue_time) f.requeue_time = now;
@@ -158,14 +161,7 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         FailoverStep s = decide_requeued(f, job, visible ? placement_for(f, t, job) : RestartPlacement{},
                                          credential_wait_s(), now);
         if (s.kind == FailoverStep::Kind::wait) return;
-        if (s.kind == FailoverStep::Kind::ended) {
-          f.phase = FailoverPhase::refused;
-          store_.put_failover(f);
-          t.record.state = safe_job_state(job.state);
-          log("safed: job " + id + " ended (" + std::string(to_string(t.record.state)) +
-              ") during its failover; nothing more to do");
-          return;
-        }
+        if (s.kind == FailoverStep::Kind::ended) return end_failover(f, t, job);
         restart(f, t, job, meta, s, now);
         return;
       }
@@ -174,6 +170,14 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         return;
     }
   }
+}
+
+void FailoverPlanner::end_failover(FailoverRecord& f, TrackedJob& t, const SlurmJob& job) {
+  f.phase = FailoverPhase::refused;
+  store_.put_failover(f);
+  t.record.state = safe_job_state(job.state);
+  log("safed: job " + std::to_string(job.id) + " ended (" + std::string(to_string(t.record.state)) +
+      ") during its failover; nothing more to do");
 }
 
 void FailoverPlanner::restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta,
@@ -186,23 +190,27 @@ void FailoverPlanner::restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
                    (dropped.empty() ? "" : "; " + dropped + " dropped from the required nodes");
   JobChange change;
   change.id = job.id;
-  change.exc_nodes = place.exclude;
-  change.req_nodes = place.required;
-  change.start_time = s.start;
+  if (!s.running_again) {
+    change.exc_nodes = place.exclude;
+    change.req_nodes = place.required;
+    change.start_time = s.start;
+  }
   change.admin_comment = merge_admin_comment(job.admin_comment, format_job_metadata(m));
   checkpoint_store();
   Status updated = slurm_.update_job(change);
+  std::string what = s.running_again
+                         ? std::string("Slurm already started it again on ") + job.nodes
+                         : "ExcNodeList=" + place.exclude +
+                               (place.required ? " ReqNodeList=" + *place.required + " (" + dropped + " failed)" : "") +
+                               " StartTime=" + (s.start <= now ? "now" : "+" + std::to_string(s.start - now) + "s");
   log_action(now, t.record.key(), "", "restart",
-             "ExcNodeList=" + place.exclude +
-                 (place.required ? " ReqNodeList=" + *place.required + " (" + dropped + " failed)" : "") +
-                 " StartTime=" + (s.start <= now ? "now" : "+" + std::to_string(s.start - now) + "s") +
-                 " retries=" + std::to_string(m.retries_used) + "/" + std::to_string(meta.settings.retries) +
+             what + " retries=" + std::to_string(m.retries_used) + "/" + std::to_string(meta.settings.retries) +
                  (updated ? "" : ": " + updated.error()),
              updated.ok());
   if (!updated) return;  // tried again next pass
   f.phase = FailoverPhase::done;
   store_.put_failover(f);
-  t.expected_start = s.start;
+  t.expected_start = s.running_again ? 0 : s.start;
   t.record.retries_used = m.retries_used;
   t.record.state = SafeJobState::requeued;
   ++counters_.failovers_by_class[f.failure_class];

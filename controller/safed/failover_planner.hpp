@@ -144,6 +144,8 @@ class FailoverPlanner {
   void advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
   void restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, const FailoverStep& s,
                long long now);
+  // The job was cancelled, or ended after the requeue: the failover stops there.
+  void end_failover(FailoverRecord& f, TrackedJob& t, const SlurmJob& job);
   std::vector<RunNode> run_nodes(const TrackedJob& t, const SlurmJob& job) const;
   RestartPlacement placement_for(const FailoverRecord& f, const TrackedJob& t, const SlurmJob& job);
   // Logs (and counts) a failover's deferral when it is not the one logged last for the job.

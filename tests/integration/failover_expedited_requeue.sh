@@ -16,12 +16,7 @@ set -euo pipefail
 
 (($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
 use_cluster "$1"
-release=$(scontrol -V | awk '{ print $2 }')
-IFS=. read -r major minor _ <<<"$release"
-if ((10#$major * 100 + 10#$minor < 2511)); then
-    echo "SKIP: Slurm $release has no expedited requeue (25.11 and later)"
-    exit 77
-fi
+needs_slurm 2511 "expedited requeue"
 refusal="safe: --requeue=expedite and --safe-retries=1 would both restart this job"
 
 # The setting off (the main cluster): SaFE's refusal for a job it retries, Slurm's for the rest.

@@ -78,3 +78,15 @@ first_step_of_attempt() { awk -v a="$2" '$1 == "step" && $4 == a { print $2; exi
 safed_job() {
     safectl job "$1" --json 2>/dev/null | jq -r "$2"
 }
+
+# needs_slurm YYMM WHAT: sets $release to the cluster's Slurm release; before release YY.MM the
+# test says the release has no WHAT and exits 77 (ctest's SKIP_RETURN_CODE for such tests).
+needs_slurm() {
+    local major minor
+    release=$(scontrol -V | awk '{ print $2 }')
+    IFS=. read -r major minor _ <<<"$release"
+    if ((10#$major * 100 + 10#$minor < $1)); then
+        echo "SKIP: Slurm $release has no $2 (${1:0:2}.${1:2} and later)"
+        exit 77
+    fi
+}

@@ -4,6 +4,8 @@
 # cancelled one stay ended, classified in safed's record (Slurm refuses AdminComment changes to
 # ended jobs). A job exiting with a configured infrastructure code (75) is retried until its
 # --safe-retries are used up (AdminComment retries=1/1), then stays FAILED with "retries exhausted".
+# A job its user cancels while it fails over (a GPU fault, during the checkpoint grace) stays
+# cancelled: safed does not requeue it.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/cluster_test.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
@@ -15,8 +17,10 @@ use_cluster "$1"
 
 work=$(mktemp -d)
 jobs=()
+faulty=""
 cleanup() {
     ((${#jobs[@]} == 0)) || scancel "${jobs[@]}" 2>/dev/null || true
+    [[ -z $faulty ]] || safectl inject --node "$faulty" --gpu 0 --fault clear >/dev/null 2>&1 || true
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -63,4 +67,23 @@ assert_eq CANCELLED "$(job_field "$cancelled" JobState)" "state of the cancelled
 assert_eq 1 "$(job_field "$infra" Restarts)" "restarts of the exit-75 job"
 listing=$(safectl jobs --all)
 assert_contains "$listing" "user_error" "safectl jobs --all"
-echo "PASS: failover_not_retried (user error, TIMEOUT, scancel not requeued; exit 75 retried once then FAILED)"
+
+# Cancelled during its failover: alone on its node (no other test job sees the fault), it ignores
+# the checkpoint signal, so safed waits out the grace; the user cancels within it.
+all_nodes_in_service 60
+in_grace=$(submit --exclusive --safe-retries=2 --safe-ckpt-signal=USR1@120 --wrap 'trap "" USR1; sleep 300')
+wait_for "[[ \$(job_field $in_grace JobState) == RUNNING ]]" 30 "scontrol show job $in_grace"
+faulty=$(job_field "$in_grace" NodeList)
+safectl inject --node "$faulty" --gpu 0 --fault ecc >/dev/null
+wait_for "[[ \$(safed_job $in_grace '.failovers[0].phase') == signalled ]]" 30 \
+    "safectl job $in_grace; tail -n 20 $SAFE_CLUSTER_DIR/log/safed.out"
+scancel "$in_grace"
+wait_for "[[ \$(job_field $in_grace JobState) == CANCELLED ]]" 30 "scontrol show job $in_grace"
+wait_passes 5
+assert_eq "CANCELLED 0" "$(job_field "$in_grace" JobState) $(job_field "$in_grace" Restarts)" \
+    "state and restarts of the job cancelled in its checkpoint grace"
+assert_eq cancelled "$(safed_job "$in_grace" .state)" "safed's state of the job cancelled in its grace"
+safectl inject --node "$faulty" --gpu 0 --fault clear >/dev/null
+faulty=""
+all_nodes_in_service 30  # the checker resumes its own drain
+echo "PASS: failover_not_retried (user error, TIMEOUT, scancel not requeued, nor a scancel during a failover; exit 75 retried once then FAILED)"

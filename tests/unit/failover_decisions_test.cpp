@@ -147,6 +147,9 @@ TEST(FailoverDecisions, WaitingHoldsUntilTheBackoffIsOverThenSignalsARunningJob)
   EXPECT_EQ(0, decide_waiting(f, job_in(SlurmJobState::running, 0, true), 10, 100).signal) << "winding down";
   EXPECT_EQ(0, decide_waiting(f, job_in(SlurmJobState::pending, 1), 10, 100).signal) << "not running";
   EXPECT_EQ(Kind::begin, decide_waiting(f, job_in(SlurmJobState::failed, 0), 10, 100).kind);
+  EXPECT_EQ(Kind::ended, decide_waiting(f, job_in(SlurmJobState::cancelled, 0), 10, 100).kind) << "scancel";
+  EXPECT_EQ(Kind::ended, decide_waiting(f, job_in(SlurmJobState::cancelled, 0, true), 10, 99).kind)
+      << "scancel, winding down, in the backoff";
 }
 
 // ---- signalled: the grace
@@ -178,6 +181,8 @@ const GraceCase kGraceCases[] = {
     {"job_stopped", SlurmJobState::failed, false, false, 101, Kind::stop_waiting, "job stopped"},
     {"job_winding_down", SlurmJobState::running, true, false, 101, Kind::stop_waiting, "job stopped"},
     {"grace_over", SlurmJobState::running, false, false, 130, Kind::stop_waiting, "grace of 30 s over"},
+    {"cancelled_in_grace", SlurmJobState::cancelled, true, false, 101, Kind::ended, ""},
+    {"cancelled_after_checkpoint", SlurmJobState::cancelled, false, true, 101, Kind::ended, ""},
 };
 INSTANTIATE_TEST_SUITE_P(Table, GraceTest, ::testing::ValuesIn(kGraceCases),
                          [](const auto& info) { return std::string(info.param.name); });
@@ -227,6 +232,15 @@ const SilentCase kSilentCases[] = {
 INSTANTIATE_TEST_SUITE_P(Table, SilentNodeTest, ::testing::ValuesIn(kSilentCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
+TEST(FailoverDecisions, ACancelledJobIsNotRequeued) {
+  FailoverRecord f;
+  f.attempt = 0;
+  std::vector<RunNode> nodes{{"n1", false, false, false, ""}};
+  EXPECT_EQ(Kind::ended, decide_requeueing(f, job_in(SlurmJobState::cancelled, 0), nodes).kind);
+  EXPECT_EQ(Kind::ended, decide_requeueing(f, job_in(SlurmJobState::cancelled, 0, true), nodes).kind);
+  EXPECT_EQ(Kind::requeue, decide_requeueing(f, job_in(SlurmJobState::node_fail, 0), nodes).kind);
+}
+
 TEST(FailoverDecisions, ARequeueSlurmAlreadyMadeIsTakenAsDone) {
   FailoverRecord f;
   f.attempt = 0;
@@ -249,6 +263,9 @@ TEST(FailoverDecisions, TheRestartWaitsForSlurmThenStartsAtOnceOrAfterTheCredent
   EXPECT_EQ(Kind::wait, decide_requeued(f, job_in(SlurmJobState::pending, 1, true), elsewhere, 121, 210).kind)
       << "old run winding down";
   EXPECT_EQ(Kind::ended, decide_requeued(f, job_in(SlurmJobState::cancelled, 1), elsewhere, 121, 210).kind);
+  FailoverStep already = decide_requeued(f, job_in(SlurmJobState::running, 1), elsewhere, 121, 210);
+  EXPECT_EQ(Kind::restart, already.kind) << "Slurm started it again itself (requeue_delay)";
+  EXPECT_TRUE(already.running_again);
   FailoverStep s = decide_requeued(f, job_in(SlurmJobState::pending, 1), elsewhere, 121, 210);
   EXPECT_EQ(Kind::restart, s.kind);
   EXPECT_EQ(210, s.start);

@@ -249,6 +249,47 @@ TEST_F(PlannerTest, TimeoutAndCancelAreNotRequeued) {
   EXPECT_EQ("cancelled", store.job(key(8))->last_class);
 }
 
+// A user who cancels a job while it fails over (during the checkpoint grace, or cancelled after a
+// node fault before safed signalled it) has ended it: safed used to requeue it and bring it back.
+TEST_F(PlannerTest, AJobCancelledDuringItsFailoverStaysCancelled) {
+  add_job(7, "n[1-2]");
+  add_job(8, "n[3-4]");
+  pass();
+  drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
+  run_for(1);
+  ASSERT_EQ(1, slurm.count("signal 7 " + std::to_string(SIGUSR1)));
+  end_job(7, SlurmJobState::cancelled);  // scancel within the grace
+  drain("n4", "SaFE: gpu1 lost");
+  end_job(8, SlurmJobState::cancelled);  // scancel before the failover's first step
+  run_for(5);
+  EXPECT_EQ(0, slurm.count("requeue"));
+  EXPECT_EQ("", last_update());
+  EXPECT_EQ(SafeJobState::cancelled, store.job(key(7))->state);
+  EXPECT_EQ(SafeJobState::cancelled, store.job(key(8))->state);
+}
+
+// SchedulerParameters=requeue_delay=0 (25.11) makes a requeued job eligible a second later: Slurm
+// may start it before safed's next pass. A running job's nodes and start time cannot change
+// (slurmctld refuses), so safed only writes the record; before, it retried the refused update on
+// every pass and never finished the failover.
+TEST_F(PlannerTest, AJobSlurmStartedAgainBeforeSafedsRestartIsOnlyRecorded) {
+  add_job(7, "n[1-2]");
+  pass();
+  drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
+  run_for(2);  // the signal, then a pass in the grace
+  files.checkpoints["/ck/1"] = now;
+  run_for(1);
+  ASSERT_EQ(1, slurm.count("requeue 7"));
+  start_again(7, "n[3-4]");  // by Slurm, before safed's next pass
+  run_for(3);
+  EXPECT_EQ(1, slurm.count("update 7"));
+  EXPECT_EQ("update 7 comment=safe: ws=ml retries=1/3 health=standard sig=USR1@30 hang=0 gpus=2 ckpt=/ck/1 "
+            "last=node_fault n2 SaFE: gpu0 uncorrectable ECC=2",
+            last_update());
+  EXPECT_EQ(FailoverPhase::done, store.failovers(key(7)).back().phase);
+  EXPECT_EQ(1, planner->counters().failovers_by_class.at("node_fault"));
+}
+
 TEST_F(PlannerTest, InfraExitCodeRetriedUntilRetriesAreUsedUp) {
   add_job(7, "n[1-2]", "safe: retries=0/1 health=standard sig=USR1 hang=0 gpus=2");
   pass();

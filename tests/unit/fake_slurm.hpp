@@ -107,6 +107,11 @@ class FakeSlurm : public SlurmClient, public SlurmNodeControl {
     std::string call = "update " + std::to_string(c.id);
     SlurmJob* j = job(c.id);
     if (!j) return Error{"Invalid job id specified"};
+    // As slurmctld: a job's nodes and begin time change only while it is pending.
+    if ((c.exc_nodes || c.req_nodes || c.start_time) && j->state != SlurmJobState::pending) {
+      calls.push_back(call + " refused");
+      return Error{"Job is no longer pending execution"};
+    }
     if (c.exc_nodes) {
       call += " exc=" + *c.exc_nodes;
       j->exc_nodes = *c.exc_nodes;

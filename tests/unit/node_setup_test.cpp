@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <string>
 
 #include "healthcheck/node_setup.hpp"
 #include "tests/unit/health_test_support.hpp"
@@ -43,6 +44,24 @@ TEST_F(ProcFixture, AdoptsSlurmConfFromSlurmdsCommandLine) {
   unsetenv("SLURM_CONF");
   adopt_slurmd_environment(fs, 0);  // not run by slurmd: nothing adopted
   EXPECT_EQ(std::getenv("SLURM_CONF"), nullptr);
+}
+
+// A slurmd started with -f from a shell that had another cluster's SLURM_CONF (the test clusters'
+// own clusters, started from a test that sourced the main cluster's env): its checker followed
+// the stale SLURM_CONF and checked the other cluster's GPUs.
+TEST_F(ProcFixture, SlurmdsCommandLineWinsOverASlurmConfInItsEnvironment) {
+  using namespace std::string_literals;  // "..."s keeps the NULs between the entries
+  std::string proc = dir.path() + "/node-healthy/proc/3000";
+  std::ofstream(proc + "/environ", std::ios::binary) << "HOME=/root\0SLURM_CONF=/tmp/other-cluster/slurm.conf\0"s;
+  unsetenv("SLURM_CONF");
+  adopt_slurmd_environment(fs, 3000);
+  ASSERT_NE(std::getenv("SLURM_CONF"), nullptr);
+  EXPECT_STREQ(std::getenv("SLURM_CONF"), "/tmp/cluster/slurm.conf");
+  std::ofstream(proc + "/cmdline", std::ios::binary) << "slurmd\0-D\0"s;
+  unsetenv("SLURM_CONF");
+  adopt_slurmd_environment(fs, 3000);  // no -f: the environment's
+  EXPECT_STREQ(std::getenv("SLURM_CONF"), "/tmp/other-cluster/slurm.conf");
+  unsetenv("SLURM_CONF");
 }
 
 TEST_F(ProcFixture, ConfigBesideSlurmConfOrDefault) {
