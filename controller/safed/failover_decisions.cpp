@@ -112,14 +112,17 @@ RestartPlacement place_restart(const RestartInputs& in, const std::vector<SlurmN
   return p;
 }
 
-// A cancel (by the job's owner or an administrator) ends the job for good: safed requeued a job
-// cancelled during its checkpoint grace and brought it back. Only scancel makes a job CANCELLED;
-// safed's own checkpoint signal never does (it is never SIGKILL).
-static bool cancelled(const SlurmJob& job) { return job.state == SlurmJobState::cancelled; }
+// A job cancelled during its failover (scancel by its owner or an administrator) ends for good:
+// safed requeued a job cancelled during its checkpoint grace and brought it back. safed's own
+// checkpoint signal never cancels (it is never SIGKILL). A failover of the cancel itself (a site
+// that lists `cancelled` in failover.retry_classes) goes on.
+static bool cancelled(const FailoverRecord& f, const SlurmJob& job) {
+  return job.state == SlurmJobState::cancelled && f.failure_class != to_string(FailureClass::cancelled);
+}
 
 FailoverStep decide_waiting(const FailoverRecord& f, const SlurmJob& job, int checkpoint_signal, long long now) {
   FailoverStep s;
-  if (cancelled(job)) {
+  if (cancelled(f, job)) {
     s.kind = FailoverStep::Kind::ended;
     return s;
   }
@@ -136,7 +139,7 @@ FailoverStep decide_waiting(const FailoverRecord& f, const SlurmJob& job, int ch
 FailoverStep decide_signalled(const FailoverRecord& f, const SlurmJob& job, int grace_s, bool checkpointed,
                               long long now) {
   FailoverStep s;
-  if (cancelled(job)) {
+  if (cancelled(f, job)) {
     s.kind = FailoverStep::Kind::ended;
     return s;
   }
@@ -161,7 +164,7 @@ FailoverStep decide_requeueing(const FailoverRecord& f, const SlurmJob& job, con
     s.kind = FailoverStep::Kind::requeued_by_slurm;
     return s;
   }
-  if (cancelled(job)) {
+  if (cancelled(f, job)) {
     s.kind = FailoverStep::Kind::ended;
     return s;
   }

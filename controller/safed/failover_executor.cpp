@@ -22,15 +22,15 @@ void FailoverPlanner::defer(std::uint32_t job_id, Deferral why, const std::strin
 }
 
 void FailoverPlanner::settle_running_attempt(const FailoverRecord& f, TrackedJob& t, const JobMetadata& meta,
-                                             long long now) {
+                                             long long end) {
   // An attempt failed over while it still ran (bad node, hang) ran on through the checkpoint
   // signal and its grace: it is counted once, at the requeue, with the checkpoint it left (as
   // last read: the requeue does not wait for a read).
   for (AttemptRecord a : store_.attempts(f.key())) {
     if (a.attempt != f.attempt || a.end_time != 0 || a.end_state.empty()) continue;
-    a.end_time = now;
+    a.end_time = end;
     store_.put_attempt(a);
-    count_attempt(t, a.start_time, now, true, known_checkpoint_ns(t, meta, 0, 0) / 1000000000LL);
+    count_attempt(t, a.start_time, end, true, known_checkpoint_ns(t, meta, 0, 0) / 1000000000LL);
     store_.put_job(t.record);
   }
 }
@@ -65,7 +65,7 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
     switch (f.phase) {
       case FailoverPhase::waiting: {
         FailoverStep s = decide_waiting(f, job, meta.settings.ckpt_signal.signo, now);
-        if (s.kind == FailoverStep::Kind::ended) return end_failover(f, t, job);
+        if (s.kind == FailoverStep::Kind::ended) return end_failover(f, t, job, meta, now);
         if (s.kind == FailoverStep::Kind::wait) {
           defer(job.id, s.deferral,
                 "failover waits " + std::to_string(f.not_before - now) + " s (backoff after earlier failovers)");
@@ -108,7 +108,7 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         long long after_ns = t.signal_sent_ns ? t.signal_sent_ns : (f.signal_time + 1) * 1000000000LL - 1;
         bool checkpointed = !meta.settings.ckpt_dir.empty() && known_checkpoint_ns(t, meta, fresh, want) > after_ns;
         FailoverStep s = decide_signalled(f, job, grace, checkpointed, now);
-        if (s.kind == FailoverStep::Kind::ended) return end_failover(f, t, job);
+        if (s.kind == FailoverStep::Kind::ended) return end_failover(f, t, job, meta, now);
         if (s.kind == FailoverStep::Kind::wait) return;
         log("safed: job " + id + ": " + s.why + "; requeueing");
         f.phase = FailoverPhase::requeueing;
@@ -117,7 +117,7 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
       }
       case FailoverPhase::requeueing: {
         FailoverStep s = decide_requeueing(f, job, run_nodes(t, job));
-        if (s.kind == FailoverStep::Kind::ended) return end_failover(f, t, job);
+        if (s.kind == FailoverStep::Kind::ended) return end_failover(f, t, job, meta, now);
         if (s.kind == FailoverStep::Kind::requeued_by_slurm) {
           settle_running_attempt(f, t, meta, now);
           if (!f.requeue_time) f.requeue_time = now;
@@ -161,7 +161,7 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         FailoverStep s = decide_requeued(f, job, visible ? placement_for(f, t, job) : RestartPlacement{},
                                          credential_wait_s(), now);
         if (s.kind == FailoverStep::Kind::wait) return;
-        if (s.kind == FailoverStep::Kind::ended) return end_failover(f, t, job);
+        if (s.kind == FailoverStep::Kind::ended) return end_failover(f, t, job, meta, now);
         restart(f, t, job, meta, s, now);
         return;
       }
@@ -172,10 +172,17 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
   }
 }
 
-void FailoverPlanner::end_failover(FailoverRecord& f, TrackedJob& t, const SlurmJob& job) {
+void FailoverPlanner::end_failover(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta,
+                                   long long now) {
+  // Cancelled before the requeue: the attempt that was failing over ended with the job (after the
+  // requeue it was counted already).
+  long long end = job.end_time > 0 && job.end_time <= now ? job.end_time : now;
+  settle_running_attempt(f, t, meta, end);
   f.phase = FailoverPhase::refused;
   store_.put_failover(f);
   t.record.state = safe_job_state(job.state);
+  t.record.end_time = end;
+  store_.put_job(t.record);
   log("safed: job " + std::to_string(job.id) + " ended (" + std::string(to_string(t.record.state)) +
       ") during its failover; nothing more to do");
 }
@@ -210,6 +217,9 @@ void FailoverPlanner::restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
   if (!updated) return;  // tried again next pass
   f.phase = FailoverPhase::done;
   store_.put_failover(f);
+  // A run Slurm started before this pass was already seen by note_run (with the failover open):
+  // its MTTR sample is taken here.
+  if (s.running_again) note_running_again(f, job, now);
   t.expected_start = s.running_again ? 0 : s.start;
   t.record.retries_used = m.retries_used;
   t.record.state = SafeJobState::requeued;

@@ -207,14 +207,18 @@ void FailoverPlanner::note_run(TrackedJob& t, const SlurmJob& job, long long now
   store_.put_attempt({job.id, key.submitted, job.restart_count, job.nodes, job.start_time, 0, "", "", "", ""});
   for (auto& f : job.restart_count > 0 ? store_.failovers(key) : std::vector<FailoverRecord>{}) {
     if (f.phase != FailoverPhase::done || f.running_again_time || f.attempt >= job.restart_count) continue;
-    f.running_again_time = now;
-    store_.put_failover(f);
-    double lost = static_cast<double>(now - f.fault_time);
-    counters_.mttr_samples.push_back(lost);
-    counters_.time_lost_by_workspace[f.workspace] += lost;
-    log("safed: job " + std::to_string(job.id) + " runs again on " + job.nodes + ", " +
-        std::to_string(now - f.fault_time) + " s after the fault");
+    note_running_again(f, job, now);
   }
+}
+
+void FailoverPlanner::note_running_again(FailoverRecord& f, const SlurmJob& job, long long now) {
+  f.running_again_time = now;
+  store_.put_failover(f);
+  double lost = static_cast<double>(now - f.fault_time);
+  counters_.mttr_samples.push_back(lost);
+  counters_.time_lost_by_workspace[f.workspace] += lost;
+  log("safed: job " + std::to_string(job.id) + " runs again on " + job.nodes + ", " +
+      std::to_string(now - f.fault_time) + " s after the fault");
 }
 
 // Slurm puts its requeue hold back on a job safed already gave a start time: lift it again.

@@ -119,6 +119,8 @@ class FailoverPlanner {
   void observe_job(const SlurmJob& job, const JobMetadata& meta, long long now);
   void adopt(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta);
   void note_run(TrackedJob& t, const SlurmJob& job, long long now);
+  // The failover `f` ended with the job running again: its MTTR sample.
+  void note_running_again(FailoverRecord& f, const SlurmJob& job, long long now);
   void lift_requeue_hold(TrackedJob& t, const SlurmJob& job, long long now);
   bool advance_open_failovers(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
   // What the job's state shows about its attempts (failover_attempts.cpp).
@@ -145,7 +147,7 @@ class FailoverPlanner {
   void restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, const FailoverStep& s,
                long long now);
   // The job was cancelled, or ended after the requeue: the failover stops there.
-  void end_failover(FailoverRecord& f, TrackedJob& t, const SlurmJob& job);
+  void end_failover(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
   std::vector<RunNode> run_nodes(const TrackedJob& t, const SlurmJob& job) const;
   RestartPlacement placement_for(const FailoverRecord& f, const TrackedJob& t, const SlurmJob& job);
   // Logs (and counts) a failover's deferral when it is not the one logged last for the job.
@@ -158,7 +160,8 @@ class FailoverPlanner {
   // The newest complete checkpoint as last read from `since` on (0: none or not known); a new read
   // is asked for when the newest started before `want_since`.
   long long known_checkpoint_ns(const TrackedJob& t, const JobMetadata& meta, long long since, long long want_since);
-  void settle_running_attempt(const FailoverRecord& f, TrackedJob& t, const JobMetadata& meta, long long now);
+  // Ends the attempt `f` failed over while it ran (still open) at `end`, and counts it.
+  void settle_running_attempt(const FailoverRecord& f, TrackedJob& t, const JobMetadata& meta, long long end);
   void check_hang(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
   void log_action(long long now, const JobKey& job, const std::string& node, const std::string& action,
                   const std::string& detail, bool ok);

@@ -259,6 +259,7 @@ TEST_F(PlannerTest, AJobCancelledDuringItsFailoverStaysCancelled) {
   run_for(1);
   ASSERT_EQ(1, slurm.count("signal 7 " + std::to_string(SIGUSR1)));
   end_job(7, SlurmJobState::cancelled);  // scancel within the grace
+  long long cancelled_at = now;
   drain("n4", "SaFE: gpu1 lost");
   end_job(8, SlurmJobState::cancelled);  // scancel before the failover's first step
   run_for(5);
@@ -266,6 +267,22 @@ TEST_F(PlannerTest, AJobCancelledDuringItsFailoverStaysCancelled) {
   EXPECT_EQ("", last_update());
   EXPECT_EQ(SafeJobState::cancelled, store.job(key(7))->state);
   EXPECT_EQ(SafeJobState::cancelled, store.job(key(8))->state);
+  // The attempt that was failing over ends with the cancel, and counts.
+  EXPECT_EQ(cancelled_at, store.attempts(key(7)).back().end_time);
+  EXPECT_EQ(cancelled_at, store.job(key(7))->end_time);
+  EXPECT_EQ(cancelled_at - 950, store.job(key(7))->run_seconds);
+}
+
+// A site that retries cancelled jobs (failover.retry_classes lists `cancelled`) still has them
+// retried: only a cancel during another failover ends it.
+TEST_F(PlannerTest, ASiteThatRetriesCancelledJobsStillHasThemRequeued) {
+  config.failover.retry_classes.push_back("cancelled");
+  make_planner();
+  add_job(7, "n[1-2]");
+  pass();
+  end_job(7, SlurmJobState::cancelled);
+  run_for(3);
+  EXPECT_EQ(1, slurm.count("requeue 7"));
 }
 
 // SchedulerParameters=requeue_delay=0 (25.11) makes a requeued job eligible a second later: Slurm
@@ -288,6 +305,8 @@ TEST_F(PlannerTest, AJobSlurmStartedAgainBeforeSafedsRestartIsOnlyRecorded) {
             last_update());
   EXPECT_EQ(FailoverPhase::done, store.failovers(key(7)).back().phase);
   EXPECT_EQ(1, planner->counters().failovers_by_class.at("node_fault"));
+  EXPECT_EQ(1u, planner->counters().mttr_samples.size()) << "the restart's MTTR sample";
+  EXPECT_NE(0, store.failovers(key(7)).back().running_again_time);
 }
 
 TEST_F(PlannerTest, InfraExitCodeRetriedUntilRetriesAreUsedUp) {
