@@ -43,6 +43,7 @@ struct PluginState {
   safe::SafeOptions given;                  // values from the command line (or #SBATCH lines)
   std::array<bool, safe::kSafeOptionCount> seen{};    // which options the command line gave
   std::string config_path;                  // plugstack argument config=PATH, else $SAFE_CONFIG
+  bool remote_init_failed = false;          // slurm_spank_init failed in slurmstepd
 };
 PluginState g_state;
 
@@ -136,7 +137,7 @@ safe::SafeConfig load_config_or_defaults(bool& loaded) {
   return loaded ? *config.config : safe::SafeConfig{};
 }
 
-// mkdir -p, as the job's user (slurmstepd has dropped privileges for user_init), so every
+// mkdir -p, as the job's user (slurmstepd runs task_init with the user's privileges), so every
 // directory created belongs to the user.
 bool make_directories(const std::string& path, std::string& error) {
   for (std::size_t pos = 1; pos <= path.size(); ++pos) {
@@ -166,7 +167,7 @@ int export_job_environment(spank_t sp) {
   // Without options and without a config, this is not a SaFE job: leave its environment alone.
   if (!options.any() && !have_config) return 0;
 
-  uid_t uid = getuid();  // user_init runs with the job user's privileges
+  uid_t uid = getuid();  // task_init runs with the job user's privileges
   spank_get_item(sp, S_JOB_UID, &uid);
   std::optional<safe::JobUser> user = safe::lookup_job_user(uid);
   safe::JobSettings settings =
@@ -205,19 +206,28 @@ void read_plugin_arguments(int ac, char** av) {
 extern "C" {
 
 int slurm_spank_init(spank_t sp, int ac, char** av) {
+  int rc = -1;
   try {
     read_plugin_arguments(ac, av);
     switch (spank_context()) {
       case S_CTX_LOCAL:
       case S_CTX_ALLOCATOR:
       case S_CTX_REMOTE:
-        return register_options(sp);
+        rc = register_options(sp);
+        break;
       default:
-        return 0;
+        rc = 0;
     }
   } catch (...) {
-    return -1;
   }
+  // A failed init in slurmstepd fails a batch step as a node fault: Slurm drains the node (every
+  // release; 25.05's slurm_spank_init_failure_mode could change that, older ones cannot). The
+  // job's tasks fail in task_init instead, which ends the job and leaves the node in service.
+  if (rc != 0 && spank_context() == S_CTX_REMOTE) {
+    g_state.remote_init_failed = true;
+    return 0;
+  }
+  return rc;
 }
 
 int slurm_spank_init_post_opt(spank_t sp, int, char**) {
@@ -233,6 +243,11 @@ int slurm_spank_init_post_opt(spank_t sp, int, char**) {
 // In each task, as the job's user, once its environment is complete.
 int slurm_spank_task_init(spank_t sp, int, char**) {
   try {
+    if (g_state.remote_init_failed) {
+      slurm_error("safe: the SaFE plugin failed to start on this node (its slurmd log says why); "
+                  "the task cannot get its SAFE_* settings. Tell the cluster's admins");
+      return -1;
+    }
     return export_job_environment(sp);
   } catch (...) {
     slurm_error("safe: internal error while preparing the job environment");

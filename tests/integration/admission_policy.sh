@@ -25,8 +25,8 @@ expect_failure "safe: licenses named safe_ws_* carry workspace GPU quotas" \
     sbatch -L safe_ws_ml:1 --wrap true
 
 # A non-member: a user created for this test.
-id safetest >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash safetest
-as_user() { runuser -u safetest -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" "$@"; }
+ensure_user safetest
+as_user() { run_as safetest "$@"; }
 expect_failure "safe: user 'safetest' is not a member of workspace 'ml'; you are not a member of any workspace" \
     as_user sbatch --safe-workspace=ml --wrap true
 

@@ -24,24 +24,23 @@ work=$(mktemp -d /tmp/safe-qforms.XXXXXX)
 chmod 0755 "$work"
 trap 'scancel --name=safe-qforms >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 for u in safe-member safe-outsider; do
-    id "$u" >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash "$u"
+    ensure_user "$u"
 done
-as() { local u=$1; shift; runuser -u "$u" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" "$@"; }
 licenses_of() { job_field "$1" Licenses; }
 hold='sleep 300'
 
 # --exclusive alone: Slurm allocates all 8 GPUs of the node; the license says 8.
-excl=$(as safe-member sbatch --parsable --job-name=safe-qforms --safe-workspace=ml --exclusive -o /dev/null --wrap "$hold")
+excl=$(run_as safe-member sbatch --parsable --job-name=safe-qforms --safe-workspace=ml --exclusive -o /dev/null --wrap "$hold")
 assert_eq "safe_ws_ml:8" "$(licenses_of "$excl")" "license of an --exclusive job without a GPU request"
 wait_for "[[ \$(job_field $excl JobState) == RUNNING ]]" 30
 assert_contains "$(scontrol show job -d "$excl")" "GRES=gpu:8(IDX:0-7)" "what Slurm gave it"
 # ml's quota is spent: a second one waits for the license, though nodes are free.
-excl2=$(as safe-member sbatch --parsable --job-name=safe-qforms --safe-workspace=ml --exclusive -o /dev/null --wrap true)
+excl2=$(run_as safe-member sbatch --parsable --job-name=safe-qforms --safe-workspace=ml --exclusive -o /dev/null --wrap true)
 wait_for "[[ \$(job_field $excl2 Reason) == Licenses ]]" 30
 scancel "$excl" "$excl2"
 # --exclusive=user only keeps other users off the node: Slurm gives it no GPU it did not ask for,
 # so it is charged none (what docs/user-guide.md says; this checks it on the Slurm built against).
-xuser=$(as safe-member sbatch --parsable --job-name=safe-qforms --safe-workspace=ml --exclusive=user -o /dev/null \
+xuser=$(run_as safe-member sbatch --parsable --job-name=safe-qforms --safe-workspace=ml --exclusive=user -o /dev/null \
     --wrap "$hold")
 wait_for "[[ \$(job_field $xuser JobState) == RUNNING ]]" 30
 [[ $(scontrol show job -d "$xuser") != *"GRES=gpu"* ]] ||
@@ -51,25 +50,25 @@ scancel "$xuser"
 
 # A node range is charged at its maximum.
 expect_failure "safe: the job can get 16 GPUs (2 nodes x 8 GPUs) but workspace 'ml' has a quota of 8" \
-    as safe-member sbatch --safe-workspace=ml -N1-2 --gpus-per-node=8 --wrap true
+    run_as safe-member sbatch --safe-workspace=ml -N1-2 --gpus-per-node=8 --wrap true
 # Without -N, tasks may be spread one per node: -n 2 is charged for 2 nodes...
-spread=$(as safe-member sbatch --parsable --hold --job-name=safe-qforms --safe-workspace=ml -n 2 --gpus-per-node=4 \
+spread=$(run_as safe-member sbatch --parsable --hold --job-name=safe-qforms --safe-workspace=ml -n 2 --gpus-per-node=4 \
     -o /dev/null --wrap true)
 assert_eq "safe_ws_ml:8" "$(licenses_of "$spread")" "license of -n 2 --gpus-per-node=4"
 # ...and a job with neither -N nor -n is bounded to the one node it is charged for.
-one=$(as safe-member sbatch --parsable --hold --job-name=safe-qforms --safe-workspace=ml --gpus-per-node=4 \
+one=$(run_as safe-member sbatch --parsable --hold --job-name=safe-qforms --safe-workspace=ml --gpus-per-node=4 \
     -o /dev/null --wrap true)
 assert_eq "safe_ws_ml:4" "$(licenses_of "$one")" "license of --gpus-per-node=4"
 assert_eq "1-1" "$(job_field "$one" NumNodes)" "node count of --gpus-per-node=4 after admission"
 scancel "$spread" "$one"
 # --gres=gpu without a count is one per node.
-gres=$(as safe-member sbatch --parsable --hold --job-name=safe-qforms --safe-workspace=ml -N2 --gres=gpu -o /dev/null --wrap true)
+gres=$(run_as safe-member sbatch --parsable --hold --job-name=safe-qforms --safe-workspace=ml -N2 --gres=gpu -o /dev/null --wrap true)
 assert_eq "safe_ws_ml:2" "$(licenses_of "$gres")" "license of -N2 --gres=gpu"
 scancel "$gres"
 
 # research's partition is research's: a non-member cannot use it by naming it...
 expect_failure "safe: partition 'research' belongs to workspace 'research', of which user 'safe-outsider' is not a member" \
-    as safe-outsider sbatch -p research --gpus=2 --wrap true
+    run_as safe-outsider sbatch -p research --gpus=2 --wrap true
 # ...and a member naming it is charged research's quota without --safe-workspace.
 mine=$(sbatch --parsable --hold --job-name=safe-qforms -p research --gpus=2 -o /dev/null --wrap true)
 assert_eq "safe_ws_research:2" "$(licenses_of "$mine")" "license of a job that named research's partition"
@@ -79,7 +78,7 @@ scancel "$mine"
 # A user's own safe_ws_* license, in any of the forms Slurm's parser accepts, is refused.
 for form in ';safe_ws_ml:8' 'safe_ws_ml:8' ',,safe_ws_ml=8'; do
     expect_failure "safe: licenses named safe_ws_* carry workspace GPU quotas" \
-        as safe-outsider sbatch -L "$form" --wrap true
+        run_as safe-outsider sbatch -L "$form" --wrap true
 done
 
 # A heterogeneous job: Slurm tests each component's licenses on its own and starts them together
@@ -88,15 +87,15 @@ done
 # Slurm 25.11 and later take licenses on no other component.
 printf '#!/bin/bash\n#SBATCH --gpus=8\n#SBATCH hetjob\n#SBATCH --gpus=8\ntrue\n' >"$work/het2.sh"
 expect_failure "safe: component 1 of this heterogeneous job takes GPUs from workspace 'ml' as an earlier component does" \
-    as safe-member sbatch --safe-workspace=ml -o /dev/null "$work/het2.sh"
+    run_as safe-member sbatch --safe-workspace=ml -o /dev/null "$work/het2.sh"
 printf '#!/bin/bash\n#SBATCH -n1\n#SBATCH hetjob\n#SBATCH --gpus=8\ntrue\n' >"$work/het1.sh"
-het=$(as safe-member sbatch --parsable --hold --job-name=safe-qforms --safe-workspace=ml -o /dev/null "$work/het1.sh")
+het=$(run_as safe-member sbatch --parsable --hold --job-name=safe-qforms --safe-workspace=ml -o /dev/null "$work/het1.sh")
 assert_eq "safe_ws_ml:8" "$(licenses_of "${het%%+*}")" "license of the leader of a heterogeneous job with GPUs in component 1"
 [[ $(licenses_of "$((${het%%+*} + 1))") != *safe_ws_* ]] || fail "the GPU component holds a license of its own: $(licenses_of "$((${het%%+*} + 1))")"
 scancel "${het%%+*}"
 
 # A job array: each running task holds its own license, so the quota bounds the running tasks.
-arr=$(as safe-member sbatch --parsable --job-name=safe-qforms --safe-workspace=ml --gpus=8 --array=0-1 -o /dev/null \
+arr=$(run_as safe-member sbatch --parsable --job-name=safe-qforms --safe-workspace=ml --gpus=8 --array=0-1 -o /dev/null \
     --wrap "$hold")
 wait_for "[[ \$(squeue -h -r -j $arr -o '%T %r' | sort | tr '\n' ' ') == 'PENDING Licenses RUNNING None ' ]]" 30 \
     "squeue -r -j $arr -o '%i %T %r %W'"

@@ -42,8 +42,8 @@ submit_client() {
 }
 # Updates of held jobs while the submissions go on: a user's change of the licenses the quota was
 # computed from is refused; a change of the time limit is not.
-id safetest >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash safetest
-as_user() { runuser -u safetest -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" "$@"; }
+ensure_user safetest
+as_user() { run_as safetest "$@"; }
 update_client() {
     local c=$1 i job
     job=$(as_user sbatch --parsable --hold --job-name=safe-stress-test -o /dev/null --gpus=1 --wrap true)

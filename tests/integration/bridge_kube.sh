@@ -49,7 +49,7 @@ contexts:
       user: bridge
 EOK
 # Workloads on Kubernetes run as their user, never as root: a user of workspace ml submits them.
-id safe-kube >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash safe-kube
+ensure_user safe-kube
 kube_uid=$(id -u safe-kube) kube_gid=$(id -g safe-kube)
 sed -e '/^kube_bridge:/,$d' -e 's/^    users: \[root, safe-member\]/    users: [root, safe-member, safe-kube]/' "$SAFE_CONFIG" >"$work/safe.yaml"
 grep -q 'safe-kube]' "$work/safe.yaml" || fail "could not add safe-kube to workspace ml of $SAFE_CONFIG"

@@ -13,7 +13,7 @@ use_cluster "$1"
 URL=$SAFE_BRIDGE_URL
 work=$(mktemp -d /tmp/safe-bridge.XXXXXX)
 trap 'scancel --name=bridge-sleep >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-id safetest >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash safetest
+ensure_user safetest
 
 # api METHOD PATH AUTH [BODY]: prints "STATUS BODY"
 api() {

@@ -12,7 +12,7 @@ use_cluster "$1"
 [[ -n ${SAFE_CONTROLLER_URL:-} ]] || fail "no SAFE_CONTROLLER_URL in $1/env: is the cluster up with --safe?"
 work=$(mktemp -d /tmp/safe-apiauth.XXXXXX)
 trap 'scancel --name=safe-apiauth >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-id safe-member >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash safe-member
+ensure_user safe-member
 as_member() {
     runuser -u safe-member -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" SAFE_CONTROLLER_URL="$SAFE_CONTROLLER_URL" "$@"
 }

@@ -55,6 +55,21 @@ assert_contains "$(safed_job "$user_error" .last_evidence)" "exit code 1, no nod
     "safed's evidence for the user-error job"
 wait_for "[[ \$(safed_job $cancelled .last_class) == cancelled ]]" 20 "safectl job $cancelled"
 
+# Cancelled during its failover, while the TIMEOUT job runs out its minute: alone on its node (no
+# other test job sees the fault), it ignores the checkpoint signal, so safed waits out the grace;
+# the user cancels within it.
+all_nodes_in_service 60
+in_grace=$(submit --exclusive --safe-retries=2 --safe-ckpt-signal=USR1@120 --wrap 'trap "" USR1; sleep 300')
+wait_for "[[ \$(job_field $in_grace JobState) == RUNNING ]]" 30 "scontrol show job $in_grace"
+faulty=$(job_field "$in_grace" NodeList)
+safectl inject --node "$faulty" --gpu 0 --fault ecc >/dev/null
+wait_for "[[ \$(safed_job $in_grace '.failovers[0].phase') == signalled ]]" 30 \
+    "safectl job $in_grace; tail -n 20 $SAFE_CLUSTER_DIR/log/safed.out"
+scancel "$in_grace"
+wait_for "[[ \$(job_field $in_grace JobState) == CANCELLED ]]" 30 "scontrol show job $in_grace"
+safectl inject --node "$faulty" --gpu 0 --fault clear >/dev/null
+faulty=""
+
 wait_for "[[ \$(job_field $timeout_job JobState) == TIMEOUT ]]" 150 "scontrol show job $timeout_job"
 wait_for "[[ \$(safed_job $timeout_job .last_class) == timeout ]]" 10 "safectl job $timeout_job"
 
@@ -65,25 +80,10 @@ done
 assert_eq FAILED "$(job_field "$user_error" JobState)" "state of the user-error job"
 assert_eq CANCELLED "$(job_field "$cancelled" JobState)" "state of the cancelled job"
 assert_eq 1 "$(job_field "$infra" Restarts)" "restarts of the exit-75 job"
-listing=$(safectl jobs --all)
-assert_contains "$listing" "user_error" "safectl jobs --all"
-
-# Cancelled during its failover: alone on its node (no other test job sees the fault), it ignores
-# the checkpoint signal, so safed waits out the grace; the user cancels within it.
-all_nodes_in_service 60
-in_grace=$(submit --exclusive --safe-retries=2 --safe-ckpt-signal=USR1@120 --wrap 'trap "" USR1; sleep 300')
-wait_for "[[ \$(job_field $in_grace JobState) == RUNNING ]]" 30 "scontrol show job $in_grace"
-faulty=$(job_field "$in_grace" NodeList)
-safectl inject --node "$faulty" --gpu 0 --fault ecc >/dev/null
-wait_for "[[ \$(safed_job $in_grace '.failovers[0].phase') == signalled ]]" 30 \
-    "safectl job $in_grace; tail -n 20 $SAFE_CLUSTER_DIR/log/safed.out"
-scancel "$in_grace"
-wait_for "[[ \$(job_field $in_grace JobState) == CANCELLED ]]" 30 "scontrol show job $in_grace"
-wait_passes 5
 assert_eq "CANCELLED 0" "$(job_field "$in_grace" JobState) $(job_field "$in_grace" Restarts)" \
     "state and restarts of the job cancelled in its checkpoint grace"
 assert_eq cancelled "$(safed_job "$in_grace" .state)" "safed's state of the job cancelled in its grace"
-safectl inject --node "$faulty" --gpu 0 --fault clear >/dev/null
-faulty=""
+listing=$(safectl jobs --all)
+assert_contains "$listing" "user_error" "safectl jobs --all"
 all_nodes_in_service 30  # the checker resumes its own drain
 echo "PASS: failover_not_retried (user error, TIMEOUT, scancel not requeued, nor a scancel during a failover; exit 75 retried once then FAILED)"

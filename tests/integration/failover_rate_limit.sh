@@ -25,7 +25,7 @@ YAML
     sed -n '/^health:/,$p' "$(dirname "${BASH_SOURCE[0]}")/../cluster/safe.yaml"
 } >"$dir/config.yaml"
 grep -q '^  backend: sim' "$dir/config.yaml" || fail "no health section taken from tests/cluster/safe.yaml"
-id safe-member >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash safe-member
+ensure_user safe-member
 "$SAFE_CLUSTER_BIN" up --dir "$dir" --nodes 4 --safe --config "$dir/config.yaml" >/dev/null
 use_cluster "$dir"
 
@@ -48,7 +48,7 @@ used=$(safectl status --json | jq '.controller.failovers_last_minute')
 
 # Another tenant's job (safe-member, workspace ml) on a node whose GPU then fails: its failover
 # is not queued behind the ~40 deferred ones of the flood.
-victim=$(runuser -u safe-member -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" \
+victim=$(run_as safe-member \
     sbatch --parsable -N1 --safe-workspace=ml --safe-retries=1 -o /dev/null --wrap 'sleep 300')
 wait_for "[[ \$(job_field $victim JobState) == RUNNING ]]" 30 "scontrol show job $victim"
 node=$(job_field "$victim" NodeList)

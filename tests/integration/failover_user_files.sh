@@ -18,8 +18,8 @@ use_cluster "$1"
 work=$(mktemp -d /tmp/safe-ufiles.XXXXXX)
 chmod 1777 "$work"
 trap 'scancel --name=safe-ufiles >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-id safe-member >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash safe-member
-as() { runuser -u safe-member -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" "$@"; }
+ensure_user safe-member
+as() { run_as safe-member "$@"; }
 metrics_answer() { curl -sf --max-time 3 "$SAFE_CONTROLLER_URL/metrics" >/dev/null; }
 all_nodes_in_service 60
 

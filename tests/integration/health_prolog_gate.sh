@@ -80,9 +80,9 @@ wait_for "[[ ! -e $health/evidence/$jid.n1.epilog.json ]]" 10 "ls -l $health/evi
 # user's job keeps running on n1, n1 is not drained, and the strict job runs on n2 at no retry.
 safectl inject --node n1 --gpu 0 --fault clear >/dev/null
 wait_for '[[ -z $(node_reason n1) ]]' 60
-id safe-gate-other >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash safe-gate-other
+ensure_user safe-gate-other
 for g in 0 1 2 3 4 5 6 7; do safectl inject --node n1 --gpu $g --fault replays >/dev/null; done
-other=$(runuser -u safe-gate-other -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" \
+other=$(run_as safe-gate-other \
     sbatch --parsable -w n1 --gpus=1 -o /dev/null --wrap 'sleep 300')
 wait_for "[[ \$(squeue -h -j $other -o %T) == RUNNING ]]" 30
 jid=$(sbatch --parsable -w n1 --gpus=1 --safe-health=strict -o "$tmp/out3" --wrap 'echo "ran on $SLURMD_NODENAME"')

@@ -96,6 +96,19 @@ survivors_of() {
 # safe-trainer, ...), one a line.
 cluster_pids_of() { cluster_procs "$1" | awk -v n="$2" '{ k = split($2, p, "/") } p[k] == n { print $1 }'; }
 
+# ensure_user NAME: an unprivileged account for a test, created (without a home) when missing.
+# Tests run in parallel: a useradd that lost the race to another test's is fine.
+ensure_user() {
+    id "$1" >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash "$1" 2>/dev/null || id "$1" >/dev/null
+}
+
+# run_as USER CMD...: CMD as USER, with the cluster's SLURM_CONF and PATH.
+run_as() {
+    local user=$1
+    shift
+    runuser -u "$user" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" "$@"
+}
+
 # expect_failure EXPECTED CMD...: CMD must fail and print (stdout or stderr) EXPECTED.
 expect_failure() {
     local expected=$1 out rc
