@@ -48,7 +48,9 @@ assert_eq 1 "$(exit_status run_as safetest env SAFE_RETRIES=x srun true)" "srun'
 assert_eq 0 "$(squeue -h -n safe-spank-refused | wc -l)" "jobs in the queue after refused submissions"
 unset SBATCH_JOB_NAME SLURM_JOB_NAME
 
-# A batch job whose checkpoint directory cannot be created.
+# A batch job whose checkpoint directory cannot be created, once the fault tests before this one
+# have their nodes back.
+all_nodes_in_service 60
 ckpt=$work/foreign/ckpt
 refused="safe: checkpoint directory: cannot create $ckpt: Permission denied; fix --safe-ckpt-dir or its permissions"
 batch=$(run_as safetest sbatch --parsable -o "$work/out/batch-%j" --safe-retries=2 "--safe-ckpt-dir=$ckpt" --wrap 'echo task ran')

@@ -39,6 +39,13 @@ own_cluster_dirs() {
     work=$(mktemp -d)
     trap 'end_own_cluster' EXIT
 }
+# start_own_cluster PREFIX NODES [UP_ARGS...]: own_cluster_dirs PREFIX, then a SaFE cluster of
+# NODES nodes in $dir (more `safe-cluster up` arguments after), and uses it.
+start_own_cluster() {
+    own_cluster_dirs "$1"
+    "$SAFE_CLUSTER_BIN" up --dir "$dir" --nodes "$2" --safe "${@:3}" >/dev/null
+    use_cluster "$dir"
+}
 end_own_cluster() {
     "$SAFE_CLUSTER_BIN" down --dir "$dir" >/dev/null 2>&1 || true
     rm -rf "$dir" "$work"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # failover_not_retried.sh DIR: what SaFE must NOT retry, and where retries stop. On healthy nodes,
-# with retries available: a user error (exit 1), a job that hits its time limit (TIMEOUT) and a
-# cancelled one stay ended, classified in safed's record (Slurm refuses AdminComment changes to
-# ended jobs). A job exiting with a configured infrastructure code (75) is retried until its
+# with retries available: a user error (exit 1) and a cancelled job stay ended, classified in
+# safed's record (Slurm refuses AdminComment changes to ended jobs); a TIMEOUT job is
+# failover_timeout's. A job exiting with a configured infrastructure code (75) is retried until its
 # --safe-retries are used up (AdminComment retries=1/1), then stays FAILED with "retries exhausted".
 # A job its user cancels while it fails over (a GPU fault, during the checkpoint grace) stays
 # cancelled: safed does not requeue it.
@@ -31,8 +31,6 @@ submit() {
     echo "$id"
 }
 
-# Slurm's time limits are whole minutes, checked every ~30 s: start this one first.
-timeout_job=$(submit --safe-retries=2 --time=1 --wrap 'sleep 300')
 user_error=$(submit --safe-retries=2 --wrap 'exit 1')
 cancelled=$(submit --safe-retries=2 --wrap 'sleep 300')
 infra=$(submit --safe-retries=1 --wrap 'echo "attempt $SAFE_ATTEMPT"; exit 75')
@@ -55,8 +53,7 @@ assert_contains "$(safed_job "$user_error" .last_evidence)" "exit code 1, no nod
     "safed's evidence for the user-error job"
 wait_for "[[ \$(safed_job $cancelled .last_class) == cancelled ]]" 20 "safectl job $cancelled"
 
-# Cancelled during its failover, while the TIMEOUT job runs out its minute: alone on its node (no
-# other test job sees the fault), it ignores the checkpoint signal, so safed waits out the grace;
+# Cancelled during its failover: alone on its node (no other test job sees the fault), it ignores the checkpoint signal, so safed waits out the grace;
 # the user cancels within it.
 all_nodes_in_service 60
 in_grace=$(submit --exclusive --safe-retries=2 --safe-ckpt-signal=USR1@120 --wrap 'trap "" USR1; sleep 300')
@@ -70,11 +67,8 @@ wait_for "[[ \$(job_field $in_grace JobState) == CANCELLED ]]" 30 "scontrol show
 safectl inject --node "$faulty" --gpu 0 --fault clear >/dev/null
 faulty=""
 
-wait_for "[[ \$(job_field $timeout_job JobState) == TIMEOUT ]]" 150 "scontrol show job $timeout_job"
-wait_for "[[ \$(safed_job $timeout_job .last_class) == timeout ]]" 10 "safectl job $timeout_job"
-
 wait_passes 5  # a wrong requeue would have been made in one of these passes
-for j in "$timeout_job" "$user_error" "$cancelled"; do
+for j in "$user_error" "$cancelled"; do
     assert_eq 0 "$(job_field "$j" Restarts)" "restarts of job $j ($(job_field "$j" JobState))"
 done
 assert_eq FAILED "$(job_field "$user_error" JobState)" "state of the user-error job"
@@ -86,4 +80,4 @@ assert_eq cancelled "$(safed_job "$in_grace" .state)" "safed's state of the job 
 listing=$(safectl jobs --all)
 assert_contains "$listing" "user_error" "safectl jobs --all"
 all_nodes_in_service 30  # the checker resumes its own drain
-echo "PASS: failover_not_retried (user error, TIMEOUT, scancel not requeued, nor a scancel during a failover; exit 75 retried once then FAILED)"
+echo "PASS: failover_not_retried (user error, scancel not requeued, nor a scancel during a failover; exit 75 retried once then FAILED)"

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# safe-healthcheck as the cluster's HealthCheckProgram (HealthCheckInterval=5, sim GPUs):
+# safe-healthcheck as the cluster's HealthCheckProgram (HealthCheckInterval=5, sim GPUs), on a
+# cluster of its own (one node: its minute of health check runs would otherwise hold the lock the
+# shared cluster's fault tests take turns with):
 # - an uncorrectable ECC error injected on a node drains it with "SaFE: gpu2 uncorrectable ECC=2";
 # - once cleared, the node is resumed, and only after health.pass_runs_before_resume clean runs;
 # - an admin's drain is never relabelled nor resumed, whatever the GPUs do;
 # - once the admin resumes it, the admin's old reason is no one's drain: Slurm 23.02.5 to 25.11
 #   without accounting keep it on the IDLE node, and a real fault must drain the node all the same.
 set -euo pipefail
-source "$(dirname "$0")/../lib/cluster_test.sh"
-use_cluster "$1"
-node=n4
+# shellcheck source-path=SCRIPTDIR source=../lib/cluster_test.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
+# shellcheck source-path=SCRIPTDIR source=failover_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/failover_lib.sh"
+start_own_cluster sfhd 1
+node=n1
 health=$SAFE_CLUSTER_DIR/health
 
 node_line() { scontrol show node -o "$node"; }
@@ -21,12 +26,6 @@ wait_runs() {
     since=$(last_run)
     wait_for "(( \$(last_run) >= $since + 5 * $1 - 2 ))" $((8 * $1 + 10))
 }
-cleanup() {
-    safectl inject --node "$node" --gpu all --fault clear >/dev/null 2>&1 || true
-    if drained; then scontrol update nodename="$node" state=resume || true; fi
-}
-trap cleanup EXIT
-
 wait_for "[[ -f $health/$node.last.json ]]" 30
 drained && fail "$node is drained before the test: $(reason)"
 
