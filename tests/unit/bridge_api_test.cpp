@@ -13,6 +13,7 @@
 #include "kube-bridge/slurm_workload.hpp"
 #include "tests/unit/fake_slurm.hpp"
 #include "tests/unit/fake_user_directory.hpp"
+#include "tests/unit/source_path.hpp"
 
 namespace safe::bridge {
 namespace {
@@ -371,7 +372,7 @@ TEST(BridgeConfig, ControllerUrl) {
 }
 
 TEST(OpenApi, DocumentsEveryRouteAndIsValidJson) {
-  std::ifstream in(SAFE_SOURCE_DIR "/docs/openapi.json");
+  std::ifstream in(safe::test::source_path("docs/openapi.json"));
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), openapi_document()) << "the served document is docs/openapi.json";

@@ -8,6 +8,7 @@
 
 #include "common/config.hpp"
 #include "common/yaml_document.hpp"
+#include "tests/unit/source_path.hpp"
 
 namespace safe {
 namespace {
@@ -242,10 +243,10 @@ std::string read_file(const std::string& path) {
 
 // The shipped example must pass, and it and the reference must name every key the schema has.
 TEST(ConfigDocs, ExampleIsValidAndComplete) {
-  ConfigResult r = load_config_file(SAFE_SOURCE_DIR "/etc/safe.yaml");
+  ConfigResult r = load_config_file(safe::test::source_path("etc/safe.yaml"));
   ASSERT_TRUE(r.ok()) << r.errors.front().to_string();
-  std::string example = read_file(SAFE_SOURCE_DIR "/etc/safe.yaml");
-  std::string reference = read_file(SAFE_SOURCE_DIR "/docs/config.md");
+  std::string example = read_file(safe::test::source_path("etc/safe.yaml"));
+  std::string reference = read_file(safe::test::source_path("docs/config.md"));
   ASSERT_FALSE(reference.empty());
   // Every key path the example file holds ("workspaces[].name"), to be matched whole: a leaf
   // name found anywhere in the file would hide a key missing from its own section.
@@ -269,7 +270,7 @@ TEST(ConfigDocs, ExampleIsValidAndComplete) {
 }
 
 TEST(ConfigDocs, TestClusterConfigIsValid) {
-  ConfigResult r = load_config_file(SAFE_SOURCE_DIR "/tests/cluster/safe.yaml");
+  ConfigResult r = load_config_file(safe::test::source_path("tests/cluster/safe.yaml"));
   ASSERT_TRUE(r.ok()) << r.errors.front().to_string();
 }
 

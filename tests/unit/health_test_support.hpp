@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/process_runner.hpp"
+#include "tests/unit/source_path.hpp"
 
 namespace safe::test {
 
@@ -59,7 +60,7 @@ class TempDir {
 // Copies tests/fixtures/<name> into a TempDir and returns its root.
 inline std::string copy_fixture(const TempDir& dir, const std::string& name) {
   std::string to = dir.path() + "/" + name;
-  std::filesystem::copy(std::string(SAFE_SOURCE_DIR) + "/tests/fixtures/" + name, to,
+  std::filesystem::copy(safe::test::source_path("tests/fixtures/" + name), to,
                         std::filesystem::copy_options::recursive);
   return to;
 }

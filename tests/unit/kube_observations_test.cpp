@@ -11,12 +11,13 @@
 #include "common/json_value.hpp"
 #include "kube-bridge/kube_manifests.hpp"
 #include "tests/kube/sample_workload.hpp"
+#include "tests/unit/source_path.hpp"
 
 namespace safe::bridge {
 namespace {
 
 std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(SAFE_SOURCE_DIR) + "/tests/fixtures/kube/" + name);
+  std::ifstream in(safe::test::source_path("tests/fixtures/kube/" + name));
   std::stringstream s;
   s << in.rdbuf();
   if (s.str().empty()) ADD_FAILURE() << "missing fixture " << name;
