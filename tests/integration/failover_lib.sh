@@ -83,7 +83,9 @@ first_step_of_attempt() { awk -v a="$2" '$1 == "step" && $4 == a { print $2; exi
 
 # safed_job JOBID JQ_FILTER: a field of safed's record of the job (safectl job ID --json).
 safed_job() {
-    safectl job "$1" --json 2>/dev/null | jq -r "$2"
+    local record
+    record=$(safed_read safectl job "$1" --json) || exit 1
+    jq -r "$2" <<<"$record"
 }
 
 # needs_slurm YYMM WHAT: sets $release to the cluster's Slurm release; before release YY.MM the

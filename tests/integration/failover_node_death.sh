@@ -63,7 +63,7 @@ echo "slurmd-$dead $pid" >>"$dir/run/daemons"
 in_service() { [[ $(sinfo -h -n "$1" -o %T) =~ ^(idle|mixed|allocated)$ ]]; }
 wait_for "in_service $dead" 60 "sinfo -N -o '%N %T %E'; tail -n 5 $SAFE_CLUSTER_DIR/log/safed.out"
 assert_contains "$(cat "$SAFE_CLUSTER_DIR/log/safed.out")" "node $dead: resumed, slurmd 127.0.0.1:" "safed log"
-metrics=$(curl -sf "$SAFE_CONTROLLER_URL/metrics")
+metrics=$(safed_metrics)
 assert_contains "$metrics" "safe_nodes_set_down_total 1" "metrics"
 assert_contains "$metrics" "safe_nodes_resumed_total 1" "metrics"
 printf 'PASS: failover_node_death: slurmd of %s killed under job %s (%s) -> running on %s after %d.%d s (MTTR; detection and requeue %d.%d s, SaFE restart %d.%d s), resumed at step %d; %s resumed by safed once its slurmd was back\n' \

@@ -75,7 +75,7 @@ redone_s=$(((redone + 10) / 20))
 history=$(safectl job "$jobid")
 assert_contains "$history" "node_fault" "safectl job"
 assert_contains "$history" "requeue" "safectl job"
-metrics=$(curl -sf "$SAFE_CONTROLLER_URL/metrics")
+metrics=$(safed_metrics)
 grep -Eq '^safe_failovers_total\{class="node_fault"\} [1-9]' <<<"$metrics" || fail "metrics lack the failover: $metrics"
 printf 'PASS: failover_safe_drain: job %s on %s, %s drained -> running on %s after %d.%03d s (MTTR), %d steps redone (safed: %d s lost of %d s run)\n' \
     "$jobid" "$nodes" "$bad" "$new_nodes" $((mttr_ms / 1000)) $((mttr_ms % 1000)) "$redone" "$lost_s" "$run_s"

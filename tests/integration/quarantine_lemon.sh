@@ -32,7 +32,7 @@ reason=$(node_reason "$node")
 assert_contains "$reason" "SaFE-quarantine: " "reason of $node"
 assert_contains "$reason" "safectl node release $node" "reason of $node"
 [[ $(sinfo -h -n "$node" -o %T) == drain* ]] || fail "$node is not drained: $(sinfo -h -n "$node" -o %T)"
-metrics=$(curl -sf "$SAFE_CONTROLLER_URL/metrics")
+metrics=$(safed_metrics)
 assert_contains "$metrics" "safe_node_quarantined{node=\"$node\"} 1" "metrics"
 
 # A later "SaFE:" drain (the health checker failing it again) must not replace the quarantine,

@@ -39,6 +39,25 @@ wait_for() {
     done
 }
 
+# safed_read CMD...: the output of CMD, a read of safed's API (safectl, curl). A read that fails is
+# tried again, four more times 0.2 s apart, each failure said on stderr (CI saw a read fail once
+# under load, and the test end without a word); then the test fails with the last error.
+safed_read() {
+    local out i
+    for ((i = 1; i <= 5; i++)); do
+        if out=$("$@" 2>&1); then
+            printf '%s\n' "$out"
+            return 0
+        fi
+        echo "safed_read: '$*' failed (try $i of 5): $out" >&2
+        sleep 0.2
+    done
+    fail "'$*' failed 5 times; the last: $out"
+}
+
+# safed_metrics: safed's /metrics.
+safed_metrics() { safed_read curl -sSf "$SAFE_CONTROLLER_URL/metrics"; }
+
 # reconcile_passes: the reconcile passes safed has completed (safe_reconcile_passes_total).
 reconcile_passes() {
     curl -sf "$SAFE_CONTROLLER_URL/metrics" 2>/dev/null | awk '$1 == "safe_reconcile_passes_total" { print $2 }'
