@@ -36,10 +36,11 @@ Result<struct stat> check_regular(int fd, const std::string& path, std::optional
   return st;
 }
 
-// The file at `path` opened for reading, reached through the O_PATH descriptor that was checked.
-Result<int> open_checked(const std::string& path, std::optional<uid_t> owner, struct stat& st) {
+// The file at `path` (relative to `dirfd`) opened for reading, reached through the O_PATH
+// descriptor that was checked.
+Result<int> open_checked(int dirfd, const std::string& path, std::optional<uid_t> owner, struct stat& st) {
   if (path.empty()) return Error{"no path"};
-  Fd handle(::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  Fd handle(::openat(dirfd, path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
   if (handle.get() < 0) return Error{errno_text(path)};
   auto checked = check_regular(handle.get(), path, owner);
   if (!checked) return Error{checked.error()};
@@ -80,7 +81,7 @@ Result<UserFileInfo> stat_user_file(const std::string& path, std::optional<uid_t
 
 Result<std::string> read_user_file_tail(const std::string& path, std::optional<uid_t> owner, std::size_t max_bytes) {
   struct stat st {};
-  auto fd = open_checked(path, owner, st);
+  auto fd = open_checked(AT_FDCWD, path, owner, st);
   if (!fd) return Error{fd.error()};
   Fd file(*fd);
   auto size = static_cast<std::size_t>(st.st_size);
@@ -89,8 +90,13 @@ Result<std::string> read_user_file_tail(const std::string& path, std::optional<u
 }
 
 Result<std::string> read_user_file(const std::string& path, std::optional<uid_t> owner, std::size_t max_bytes) {
+  return read_user_file_at(AT_FDCWD, path, owner, max_bytes);
+}
+
+Result<std::string> read_user_file_at(int dirfd, const std::string& path, std::optional<uid_t> owner,
+                                      std::size_t max_bytes) {
   struct stat st {};
-  auto fd = open_checked(path, owner, st);
+  auto fd = open_checked(dirfd, path, owner, st);
   if (!fd) return Error{fd.error()};
   Fd file(*fd);
   if (static_cast<std::size_t>(st.st_size) > max_bytes)

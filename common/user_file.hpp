@@ -35,4 +35,9 @@ Result<std::string> read_user_file_tail(const std::string& path, std::optional<u
 // The whole file, when it holds at most `max_bytes` bytes.
 Result<std::string> read_user_file(const std::string& path, std::optional<uid_t> owner, std::size_t max_bytes);
 
+// The same, for `path` relative to the directory open as `dirfd` (a checked descriptor: nothing
+// above it is looked up again).
+Result<std::string> read_user_file_at(int dirfd, const std::string& path, std::optional<uid_t> owner,
+                                      std::size_t max_bytes);
+
 }  // namespace safe

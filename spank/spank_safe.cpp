@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdlib>
@@ -23,6 +24,7 @@ extern "C" {
 #include <slurm/spank.h>
 }
 
+#include "common/checkpoint_fence.hpp"
 #include "common/checkpoint_scan.hpp"
 #include "common/config.hpp"
 #include "common/job_environment.hpp"
@@ -160,6 +162,28 @@ bool make_directories(const std::string& path, std::string& error) {
   return true;
 }
 
+// Every earlier attempt of the job is superseded once this one runs: one whose fence safed did
+// not write (Slurm requeued the job, or safed could not reach the directory) is fenced here, at
+// the latest moment that is still before this attempt picks its checkpoint. Tasks on every node
+// race to do it; the first fence stands (common/checkpoint_fence.hpp).
+void fence_superseded_attempts(spank_t sp, const std::string& dir, const std::string& marker, uid_t uid,
+                               int restart_count) {
+  uint32_t job_id = 0;
+  if (restart_count <= 0 || spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS || job_id == 0) return;
+  // Beyond this many runs back, the attempts ended long ago (and a fence costs a scan).
+  constexpr int kMaxFenced = 16;
+  auto scan = safe::scan_checkpoints(dir, marker, uid);
+  if (!scan) return;  // the resume scan says why
+  std::string job = std::to_string(job_id);
+  for (int attempt = std::max(1, restart_count + 1 - kMaxFenced); attempt <= restart_count; ++attempt) {
+    if (scan->fences.count({job, attempt})) continue;
+    auto fenced = safe::fence_attempt(dir, marker, uid, {job, attempt});
+    if (!fenced)
+      slurm_error("safe: cannot fence the checkpoints of attempt %d: %s; any it still writes are not excluded",
+                  attempt, fenced.error().c_str());
+  }
+}
+
 int export_job_environment(spank_t sp) {
   safe::SafeOptions options = submitted_options(sp);
   bool have_config = false;
@@ -173,6 +197,8 @@ int export_job_environment(spank_t sp) {
   safe::JobSettings settings =
       safe::job_settings_on_node(options, have_config ? &config : nullptr, user ? &*user : nullptr);
 
+  // slurmstepd sets SLURM_RESTART_COUNT in the environment of each task, not earlier.
+  int restart_count = std::atoi(job_env(sp, "SLURM_RESTART_COUNT").c_str());
   std::string resume_from;
   if (!settings.ckpt_dir.empty()) {
     std::string error;
@@ -180,14 +206,13 @@ int export_job_environment(spank_t sp) {
       slurm_error("safe: checkpoint directory: %s; fix --safe-ckpt-dir or its permissions", error.c_str());
       return -1;
     }
+    fence_superseded_attempts(sp, settings.ckpt_dir, config.checkpoint.complete_marker, uid, restart_count);
     // Only the job's own checkpoints: a directory or checkpoint another user made (a shared,
     // pre-created path) could hold anything, and loading a checkpoint runs code.
     auto newest = safe::newest_complete_checkpoint(settings.ckpt_dir, config.checkpoint.complete_marker, uid);
     if (newest) resume_from = newest->path;
     else slurm_error("safe: not resuming: %s", newest.error().c_str());
   }
-  // slurmstepd sets SLURM_RESTART_COUNT in the environment of each task, not earlier.
-  int restart_count = std::atoi(job_env(sp, "SLURM_RESTART_COUNT").c_str());
   for (const auto& [name, value] : safe::safe_job_environment(settings, restart_count, resume_from))
     spank_setenv(sp, name.c_str(), value.c_str(), 1);
   return 0;

@@ -75,7 +75,9 @@ class SlurmActions {
   virtual Status signal_job(std::uint32_t job_id, int signo) = 0;
   virtual Status drain_node(const std::string& node, const std::string& reason) = 0;
   virtual Status resume_node(const std::string& node) = 0;
-  // Sets the node DOWN: Slurm ends (or requeues) the jobs on it at once.
+  // Sets the node DOWN and DRAIN: Slurm ends (or requeues) the jobs on it at once, and the node
+  // stays out of service when its slurmd registers again (even with ReturnToService=2) until it
+  // is resumed.
   virtual Status down_node(const std::string& node, const std::string& reason) = 0;
 };
 

@@ -286,7 +286,10 @@ class LibslurmClient final : public SlurmClient {
   Status resume_node(const std::string& node) override { return update_node(node, NODE_RESUME, ""); }
 
   Status down_node(const std::string& node, const std::string& reason) override {
-    return update_node(node, NODE_STATE_DOWN, reason);
+    // DOWN first: that ends the jobs on it at once. slurmctld takes one state per update; DRAIN
+    // on a DOWN node adds the flag and keeps the state DOWN.
+    if (Status downed = update_node(node, NODE_STATE_DOWN, reason); !downed) return downed;
+    return update_node(node, NODE_STATE_DRAIN, reason);
   }
 
   Result<std::uint32_t> submit(const SlurmJobRequest& r) override {

@@ -28,7 +28,8 @@ std::string_view to_string(NodeCondition c) {
 
 NodeCondition node_condition(const SlurmNode& n) {
   if (n.drain && has_prefix(n.reason, kQuarantinePrefix)) return NodeCondition::quarantined;
-  if (n.down) return NodeCondition::down;
+  // safed's DOWN of an unreachable node stays a DOWN once Slurm let it register (DRAIN remains).
+  if (n.down || (n.drain && is_unreachable_reason(n.reason))) return NodeCondition::down;
   if (n.drain && has_prefix(n.reason, kSafeDrainPrefix)) return NodeCondition::safe_drain;
   if (n.drain) return NodeCondition::admin_drain;
   return NodeCondition::ok;

@@ -144,6 +144,7 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
                 "requeue waits until Slurm has ended the job on its non-responding nodes and released them");
           return;
         }
+        if (!fence_superseded_run(f, t, job, meta, now)) return;
         settle_running_attempt(f, t, meta, now);
         store_.put_failover(f);
         checkpoint_store();  // "requeueing" is on disk before Slurm acts
@@ -162,6 +163,9 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
                                          credential_wait_s(), now);
         if (s.kind == FailoverStep::Kind::wait) return;
         if (s.kind == FailoverStep::Kind::ended) return end_failover(f, t, job, meta, now);
+        // Slurm may have requeued the job itself (a node it set DOWN): then this is the first
+        // point where safed holds the next run back (its start time), and the fence goes here.
+        if (!s.running_again && !fence_superseded_run(f, t, job, meta, now)) return;
         restart(f, t, job, meta, s, now);
         return;
       }
@@ -170,6 +174,22 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         return;
     }
   }
+}
+
+bool FailoverPlanner::fence_superseded_run(const FailoverRecord& f, TrackedJob& t, const SlurmJob& job,
+                                           const JobMetadata& meta, long long now) {
+  if (meta.settings.ckpt_dir.empty() || t.fenced_attempt == f.attempt) return true;
+  int attempt = f.attempt + 1;  // as SAFE_ATTEMPT and the checkpoints' labels count
+  auto fenced = files_.fence_attempt(meta.settings.ckpt_dir, config_.checkpoint.complete_marker, t.record.user_id,
+                                     job.id, attempt);
+  if (fenced.is_pending()) return false;
+  t.fenced_attempt = f.attempt;
+  std::string detail = "attempt " + std::to_string(attempt) + ": " +
+                       (fenced.is_known() ? (fenced.value.empty() ? "none of its checkpoints counts"
+                                                                  : "only its checkpoint " + fenced.value + " counts")
+                                          : fenced.why + " (the next attempt's tasks fence it when they start)");
+  log_action(now, t.record.key(), "", "checkpoint fence", detail, fenced.is_known());
+  return true;
 }
 
 void FailoverPlanner::end_failover(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta,

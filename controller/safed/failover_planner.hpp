@@ -60,6 +60,7 @@ struct TrackedJob {
   long long output_size = -1, heartbeat_mtime = 0, last_progress = 0;
   bool no_progress_signal = false;  // neither output nor heartbeat can be read: never "hung"
   long long signal_sent_ns = 0;     // when safed sent the checkpoint signal (0: not in this run of safed)
+  int fenced_attempt = -1;          // restart count of the last run whose checkpoints safed fenced
 };
 
 struct PlannerCounters {
@@ -160,6 +161,11 @@ class FailoverPlanner {
   // The newest complete checkpoint as last read from `since` on (0: none or not known); a new read
   // is asked for when the newest started before `want_since`.
   long long known_checkpoint_ns(const TrackedJob& t, const JobMetadata& meta, long long since, long long want_since);
+  // Fences the checkpoints of the run `f` supersedes before Slurm may start another
+  // (common/checkpoint_fence.hpp): true once that is done or has failed (logged), false while the
+  // write is under way.
+  bool fence_superseded_run(const FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta,
+                            long long now);
   // Ends the attempt `f` failed over while it ran (still open) at `end`, and counts it.
   void settle_running_attempt(const FailoverRecord& f, TrackedJob& t, const JobMetadata& meta, long long end);
   void check_hang(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);

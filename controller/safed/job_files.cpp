@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "common/checkpoint_fence.hpp"
 #include "common/checkpoint_scan.hpp"
 #include "common/hostlist.hpp"
 #include "common/json_value.hpp"
@@ -72,6 +73,20 @@ Observed<long long> AsyncJobFiles::newest_checkpoint_ns(const std::string& dir, 
     return Observed<long long>::known(newest->marker_mtime_ns);
   }, true);
   return from_answer<long long>(answer);
+}
+
+Observed<std::string> AsyncJobFiles::fence_attempt(const std::string& dir, const std::string& marker, uid_t owner,
+                                                  std::uint32_t job_id, int attempt) {
+  if (dir.empty()) return Observed<std::string>::known("");
+  std::string key = "fence:" + std::to_string(owner) + ":" + std::to_string(job_id) + ":" + std::to_string(attempt) +
+                    ":" + marker + ":" + dir;
+  // One write: its answer (or its timeout) stands.
+  auto answer = users_.get(key, 0, 0, [dir, marker, owner, job_id, attempt]() -> std::any {
+    auto fenced = safe::fence_attempt(dir, marker, owner, {std::to_string(job_id), attempt});
+    if (!fenced) return Observed<std::string>::unknown(fenced.error());
+    return Observed<std::string>::known(fenced->checkpoint);
+  }, true);
+  return from_answer<std::string>(answer);
 }
 
 Observed<std::vector<NodeFault>> AsyncJobFiles::epilog_evidence(std::uint32_t job_id,

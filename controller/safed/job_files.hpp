@@ -50,6 +50,12 @@ class JobFiles {
   // newest one started before `want_since` (at least `since`).
   virtual Observed<long long> newest_checkpoint_ns(const std::string& dir, const std::string& marker, uid_t owner,
                                                    long long since, long long want_since) = 0;
+  // Fences the checkpoints in `dir` of the job's attempt `attempt` (SAFE_ATTEMPT: restart count + 1),
+  // which is being superseded (common/checkpoint_fence.hpp): the name of the one checkpoint of it
+  // still usable ("" none), or unknown when the fence could not be written in time. Written once:
+  // later calls for the same attempt answer what the first did.
+  virtual Observed<std::string> fence_attempt(const std::string& dir, const std::string& marker, uid_t owner,
+                                              std::uint32_t job_id, int attempt) = 0;
   // Critical failing checks safe-epilog recorded for the job on `nodes` at or after
   // `attempt_start` (kind "epilog").
   virtual Observed<std::vector<NodeFault>> epilog_evidence(std::uint32_t job_id, const std::vector<std::string>& nodes,
@@ -79,6 +85,8 @@ class AsyncJobFiles final : public JobFiles {
   Observed<FileProgress> progress(const std::string& path, uid_t owner, long long since) override;
   Observed<long long> newest_checkpoint_ns(const std::string& dir, const std::string& marker, uid_t owner,
                                            long long since, long long want_since) override;
+  Observed<std::string> fence_attempt(const std::string& dir, const std::string& marker, uid_t owner,
+                                      std::uint32_t job_id, int attempt) override;
   Observed<std::vector<NodeFault>> epilog_evidence(std::uint32_t job_id, const std::vector<std::string>& nodes,
                                                    long long attempt_start, long long since) override;
   Observed<std::optional<NodeFault>> prolog_refusal(std::uint32_t job_id, int restart_count, long long since) override;

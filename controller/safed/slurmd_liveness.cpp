@@ -41,7 +41,8 @@ SlurmdLiveness after_probe(SlurmdLiveness s, const ProbeResult& r, long long now
 
 LivenessAction judge_liveness(SlurmdLiveness& s, const SlurmNode& node, const LivenessPolicy& policy) {
   if (quarantined(node)) return LivenessAction::none;
-  if (!node.state_down) {
+  bool ours = out_of_service_by_safe(node);
+  if (!ours && !node.state_down) {
     if (s.failures < policy.failures_to_down) return LivenessAction::none;
     s.failures = 0;
     s.first_failure_ms = 0;
@@ -49,12 +50,16 @@ LivenessAction judge_liveness(SlurmdLiveness& s, const SlurmNode& node, const Li
   }
   s.failures = 0;
   s.first_failure_ms = 0;
-  // DOWN: only the controller's own unreachable mark is lifted here, once slurmd answers again and
+  // Only the controller's own unreachable mark is lifted here, once slurmd answers again and
   // Slurm has heard from it too (a node Slurm flags as not responding would only fail again).
-  if (is_unreachable_reason(node.reason) && !node.drain && s.successes >= policy.successes_to_return &&
-      !node.not_responding)
-    return LivenessAction::resume;
+  // Slurm may have set the node IDLE meanwhile (ReturnToService=2, when its slurmd registered):
+  // the drain kept it out of service, and it is still SaFE's to lift.
+  if (ours && s.successes >= policy.successes_to_return && !node.not_responding) return LivenessAction::resume;
   return LivenessAction::none;
+}
+
+bool out_of_service_by_safe(const SlurmNode& node) {
+  return is_unreachable_reason(node.reason) && (node.state_down || node.drain);
 }
 
 std::string unreachable_reason(const SlurmdLiveness& s, long long now_ms) {
@@ -69,7 +74,7 @@ std::vector<ProbeTarget> probe_targets(const std::vector<SlurmNode>& nodes,
   std::vector<ProbeTarget> out;
   for (const SlurmNode& n : nodes) {
     if (n.addr.empty() || quarantined(n)) continue;
-    bool watch = n.state_down ? is_unreachable_reason(n.reason) : busy.count(n.name) > 0;
+    bool watch = out_of_service_by_safe(n) || (!n.state_down && busy.count(n.name) > 0);
     if (watch) out.push_back({n.name, n.addr, n.port > 0 ? n.port : 6818});
   }
   return out;

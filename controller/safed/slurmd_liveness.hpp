@@ -66,6 +66,9 @@ LivenessAction judge_liveness(SlurmdLiveness& s, const SlurmNode& node, const Li
 std::string unreachable_reason(const SlurmdLiveness& s, long long now_ms);
 
 bool is_unreachable_reason(std::string_view reason);
+// Taken out of service by safed for an unreachable slurmd (DOWN and DRAIN with its reason, or
+// only DRAIN once Slurm let the node register again): safed alone returns it.
+bool out_of_service_by_safe(const SlurmNode& node);
 
 // The nodes to probe: those in `busy` (running SaFE jobs) that Slurm does not already have DOWN,
 // and those the controller downed as unreachable (to see them come back). Quarantined nodes and

@@ -1,9 +1,11 @@
 // safe-trainer: a stand-in for a training job, for end-to-end tests, demos and benchmarks. It
 // advances steps at a fixed rate, checkpoints every K steps into $SAFE_CKPT_DIR the complete-marker
-// way (new directory step-N, its files, then the COMPLETE marker last), resumes from
+// way (new directory step-N-attempt-A, its files, then the COMPLETE marker last, labelled with the
+// job and attempt so that SaFE can fence a superseded attempt's checkpoints), resumes from
 // $SAFE_RESUME_FROM, checkpoints at once on $SAFE_CKPT_SIGNAL, touches $SAFE_HEARTBEAT_FILE, and
 // prints one line per step ("step N attempt A"), so lost and recomputed work can be counted.
-// Only rank 0 ($SLURM_PROCID) writes checkpoints and prints steps; other ranks keep time.
+// One rank ($SLURM_PROCID, 0 unless --ckpt-rank says otherwise) writes checkpoints and prints
+// steps; the others keep time.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,8 +30,10 @@ std::string env(const char* name) {
   return v ? v : "";
 }
 
-bool write_checkpoint(const std::string& dir, long step, std::string& path) {
-  path = dir + "/step-" + std::to_string(step);
+// The directory's name says the attempt: a superseded attempt still running on a cut-off node
+// must not write into the directory of the current attempt's checkpoint of the same step.
+bool write_checkpoint(const std::string& dir, long step, long attempt, std::string& path) {
+  path = dir + "/step-" + std::to_string(step) + "-attempt-" + std::to_string(attempt);
   mkdir(path.c_str(), 0755);
   {
     std::ofstream state(path + "/state");
@@ -37,20 +41,21 @@ bool write_checkpoint(const std::string& dir, long step, std::string& path) {
     if (!state.flush()) return false;
   }
   std::ofstream marker(path + "/COMPLETE");  // last: the checkpoint counts from here on
+  marker << "job=" << env("SLURM_JOB_ID") << " attempt=" << attempt << "\n";
   return static_cast<bool>(marker.flush());
 }
 
 int usage() {
   std::fprintf(stderr,
                "usage: safe-trainer [--steps N] [--rate STEPS_PER_S] [--ckpt-every K] [--exit-at STEP:CODE[:ATTEMPTS]]\n"
-               "                    [--hang-at STEP[:ATTEMPTS]]\n");
+               "                    [--hang-at STEP[:ATTEMPTS]] [--ckpt-rank RANK]\n");
   return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  long steps = 100, ckpt_every = 10, exit_at = -1, exit_code = 0, exit_attempts = 1, hang_at = -1, hang_attempts = 1;
+  long steps = 100, ckpt_every = 10, ckpt_rank = 0, exit_at = -1, exit_code = 0, exit_attempts = 1, hang_at = -1, hang_attempts = 1;
   double rate = 10;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -60,10 +65,11 @@ int main(int argc, char** argv) {
     else if (a == "--rate") rate = std::stod(v);
     else if (a == "--ckpt-every") ckpt_every = std::stol(v);
     else if (a == "--exit-at") std::sscanf(v.c_str(), "%ld:%ld:%ld", &exit_at, &exit_code, &exit_attempts);
+    else if (a == "--ckpt-rank") ckpt_rank = std::stol(v);
     else if (a == "--hang-at") std::sscanf(v.c_str(), "%ld:%ld", &hang_at, &hang_attempts);
     else return usage();
   }
-  bool rank0 = env("SLURM_PROCID").empty() || env("SLURM_PROCID") == "0";
+  bool writer = std::atol(env("SLURM_PROCID").c_str()) == ckpt_rank;  // the rank that writes
   long attempt = env("SAFE_ATTEMPT").empty() ? 1 : std::stol(env("SAFE_ATTEMPT"));
   std::string ckpt_dir = env("SAFE_CKPT_DIR"), heartbeat = env("SAFE_HEARTBEAT_FILE");
   std::string sig = env("SAFE_CKPT_SIGNAL");
@@ -76,8 +82,8 @@ int main(int argc, char** argv) {
   if (std::string from = env("SAFE_RESUME_FROM"); !from.empty()) {
     std::ifstream state(from + "/state");
     state >> step;
-    if (rank0) std::printf("resumed from step %ld (%s) attempt %ld\n", step, from.c_str(), attempt);
-  } else if (rank0) {
+    if (writer) std::printf("resumed from step %ld (%s) attempt %ld\n", step, from.c_str(), attempt);
+  } else if (writer) {
     std::printf("starting attempt %ld\n", attempt);
   }
   std::fflush(stdout);
@@ -85,7 +91,7 @@ int main(int argc, char** argv) {
   auto next = std::chrono::steady_clock::now();
   while (step < steps) {
     if (hang_at >= 0 && step + 1 >= hang_at && attempt <= hang_attempts) {
-      if (rank0) std::printf("hanging at step %ld\n", step + 1);
+      if (writer) std::printf("hanging at step %ld\n", step + 1);
       std::fflush(stdout);
       for (;;) pause();
     }
@@ -95,7 +101,7 @@ int main(int argc, char** argv) {
     if (auto now = std::chrono::steady_clock::now(); now - next > period) next = now;
     std::this_thread::sleep_until(next);
     ++step;
-    if (!rank0) continue;
+    if (!writer) continue;
     std::printf("step %ld attempt %ld\n", step, attempt);
     if (!heartbeat.empty()) {
       std::ofstream touch(heartbeat, std::ios::trunc);
@@ -104,7 +110,7 @@ int main(int argc, char** argv) {
     bool on_signal = g_checkpoint_now.exchange(false);
     if (!ckpt_dir.empty() && (on_signal || (ckpt_every > 0 && step % ckpt_every == 0))) {
       std::string path;
-      if (write_checkpoint(ckpt_dir, step, path))
+      if (write_checkpoint(ckpt_dir, step, attempt, path))
         std::printf("checkpoint step %ld%s\n", step, on_signal ? " (on signal)" : "");
     }
     std::fflush(stdout);
@@ -114,6 +120,6 @@ int main(int argc, char** argv) {
       return static_cast<int>(exit_code);
     }
   }
-  if (rank0) std::printf("done %ld steps attempt %ld\n", steps, attempt);
+  if (writer) std::printf("done %ld steps attempt %ld\n", steps, attempt);
   return 0;
 }

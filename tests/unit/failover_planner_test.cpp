@@ -138,6 +138,28 @@ TEST_F(PlannerTest, SafeDrainUnderRunningJobSignalsWaitsForCheckpointThenRequeue
   EXPECT_EQ(1, planner->counters().failovers_by_class.at("node_fault"));
 }
 
+// A run failed over while it still runs (on a node cut off, say) may go on writing checkpoints:
+// their fence is written before the requeue, and the requeue waits for it.
+TEST_F(PlannerTest, TheSupersededRunsCheckpointsAreFencedBeforeItIsRequeued) {
+  add_job(7, "n[1-2]");
+  pass();
+  drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
+  run_for(2);
+  files.checkpoints["/ck/1"] = now;  // after the signal's second
+  files.fence_answer = {};           // the write is under way
+  run_for(3);
+  EXPECT_EQ(0, slurm.count("requeue")) << "requeued before the fence was written";
+  ASSERT_FALSE(files.fences.empty());
+  files.fence_answer = Observed<std::string>::known("step-10-attempt-1");
+  run_for(1);
+  EXPECT_EQ(1, slurm.count("requeue 7"));
+  for (const auto& f : files.fences) EXPECT_EQ((std::pair<std::uint32_t, int>{7, 1}), f) << "the first attempt's";
+  std::size_t asked = files.fences.size();
+  start_again(7, "n[3-4]");
+  run_for(3);
+  EXPECT_EQ(asked, files.fences.size()) << "fenced once";
+}
+
 // The checkpoint the signal asks for is written just after a read of the directory in the
 // signal's second. The next pass must read again at once: an answer from the signal's second is
 // still fresh by age, but cannot show that checkpoint (in CI the failover waited 4 s for the
@@ -334,6 +356,8 @@ TEST_F(PlannerTest, NodeDeathRequeuedBySlurmStartsAtOnceAwayFromIt) {
   EXPECT_EQ(0, slurm.count("requeue"));
   EXPECT_NE(std::string::npos, last_update().find("update 7 exc=n2,n1 start=now"));
   EXPECT_NE(std::string::npos, last_update().find("retries=1/3"));
+  // Slurm superseded the run itself: the fence comes before safed lets the next one start.
+  EXPECT_EQ((std::vector<std::pair<std::uint32_t, int>>{{7, 1}}), files.fences);
 }
 
 // safe-prolog refused the run on n1 (a GPU broke between health checks) and Slurm requeued it.

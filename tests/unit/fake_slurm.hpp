@@ -155,7 +155,10 @@ class FakeSlurm : public SlurmClient, public SlurmNodeControl {
     return ok_status();
   }
   Status down_node(const std::string& name, const std::string& reason) override {
-    return set_reason("down", name, reason, [](SlurmNode& n) { n.down = n.state_down = true; });
+    return set_reason("down", name, reason, [](SlurmNode& n) {
+      n.down = n.state_down = n.drain = true;
+      if (n.state.find("DRAIN") == std::string::npos) n.state += "+DRAIN";
+    });
   }
 
   // ---- submitting and cancelling
@@ -264,6 +267,14 @@ class FakeFiles : public JobFiles {
     }
     if (a != checkpoint_answers.end() && a->second.started >= since) return Observed<long long>::known(a->second.value_ns);
     return {};
+  }
+  // The fences asked for, as (job, attempt); each answered at once with `fence_answer`.
+  std::vector<std::pair<std::uint32_t, int>> fences;
+  Observed<std::string> fence_answer = Observed<std::string>::known("step-10");
+  Observed<std::string> fence_attempt(const std::string&, const std::string&, uid_t, std::uint32_t id,
+                                      int attempt) override {
+    fences.emplace_back(id, attempt);
+    return answer(fence_answer);
   }
   Observed<std::vector<NodeFault>> epilog_evidence(std::uint32_t id, const std::vector<std::string>&, long long,
                                                    long long) override {

@@ -92,6 +92,16 @@ TEST(SlurmdLiveness, ItsOwnDownIsLiftedOnceSlurmdAnswersAndSlurmHearsFromIt) {
   EXPECT_EQ(LivenessAction::none, judge_liveness(s, n, policy)) << "slurmctld has not heard from it yet";
   n.not_responding = false;
   EXPECT_EQ(LivenessAction::resume, judge_liveness(s, n, policy));
+  // Slurm let it register (ReturnToService=2): IDLE, but safed's DRAIN kept it out of service,
+  // and lifting it is still safed's.
+  SlurmNode registered = n;
+  registered.down = registered.state_down = false;
+  registered.drain = true;
+  EXPECT_TRUE(out_of_service_by_safe(registered));
+  EXPECT_EQ(LivenessAction::resume, judge_liveness(s, registered, policy));
+  SlurmdLiveness failing = after_probe({}, probe(ProbeOutcome::refused), 0);
+  EXPECT_EQ(LivenessAction::none, judge_liveness(failing, registered, LivenessPolicy{1, 1}))
+      << "out of service already: not set DOWN again";
   // Slurm returned it itself (ReturnToService=2) right after a failed probe: not downed again.
   SlurmNode back = up_node();
   s = after_probe({}, probe(ProbeOutcome::refused), 0);
@@ -117,12 +127,18 @@ TEST(SlurmdLiveness, TargetsAreBusyNodesInServiceAndItsOwnDownNodes) {
   SlurmNode default_port = up_node();
   default_port.name = "n7";
   default_port.port = 0;
-  auto t = probe_targets({busy, idle, ours, slurm_down, no_addr, default_port}, {"n2", "n5", "n6", "n7"});
-  ASSERT_EQ(3u, t.size());
+  SlurmNode ours_registered = downed_by_safe();
+  ours_registered.name = "n8";
+  ours_registered.down = ours_registered.state_down = false;
+  ours_registered.drain = true;
+  auto t = probe_targets({busy, idle, ours, slurm_down, no_addr, default_port, ours_registered},
+                         {"n2", "n5", "n6", "n7"});
+  ASSERT_EQ(4u, t.size());
   EXPECT_EQ("n2", t[0].node);
   EXPECT_EQ("n4", t[1].node);
   EXPECT_EQ("n7", t[2].node);
   EXPECT_EQ(6818, t[2].port);
+  EXPECT_EQ("n8", t[3].node);
 }
 
 TEST(SlurmdProber, RealSocketsConnectedRefusedAndUnresolvable) {

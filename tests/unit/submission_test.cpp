@@ -395,11 +395,19 @@ TEST(JobEnvironment, NodeAppliesTheSamePolicyAsTheController) {
   EXPECT_EQ(bare.health, HealthLevel::standard);
 }
 
+CheckpointCandidate candidate(const std::string& name, bool complete, std::time_t mtime) {
+  CheckpointCandidate c;
+  c.name = name;
+  c.complete = complete;
+  c.marker_mtime = mtime;
+  return c;
+}
+
 TEST(CheckpointScan, PicksNewestCompleteNeverTorn) {
-  std::vector<CheckpointCandidate> c = {
-      {"step-100", true, 1000}, {"step-300", false, 0}, {"step-200", true, 2000}, {"step-150", true, 2000}};
+  std::vector<CheckpointCandidate> c = {candidate("step-100", true, 1000), candidate("step-300", false, 0),
+                                        candidate("step-200", true, 2000), candidate("step-150", true, 2000)};
   EXPECT_EQ(pick_resume_checkpoint(c), 2);  // same mtime as step-150: the greater name wins
-  EXPECT_EQ(pick_resume_checkpoint({{"a", false, 0}}), -1);
+  EXPECT_EQ(pick_resume_checkpoint({candidate("a", false, 0)}), -1);
   EXPECT_EQ(pick_resume_checkpoint({}), -1);
 }
 
