@@ -16,6 +16,7 @@ std::string_view to_string(ProbeOutcome o) {
     case ProbeOutcome::connected: return "connected";
     case ProbeOutcome::refused: return "connection refused";
     case ProbeOutcome::timed_out: return "no answer";
+    case ProbeOutcome::silent: return "accepted, no reply";
     case ProbeOutcome::failed: return "unreachable";
   }
   return "?";

@@ -18,11 +18,12 @@ namespace safe {
 // the health checker ("SaFE:") nor the quarantine ("SaFE-quarantine:") owns it.
 inline constexpr std::string_view kUnreachablePrefix = "SaFE-unreachable:";
 
-// connected: the TCP handshake with slurmd's port completed (the kernel answers for a listening
-// socket even while slurmd is busy). refused: nothing listens (slurmd is gone). timed_out: no
-// answer within the timeout (host dead, network partition, or an accept backlog full).
-// failed: any other error (no route, bad address).
-enum class ProbeOutcome { connected, refused, timed_out, failed };
+// connected: slurmd answered: it accepted the connection, read the probe's end of input and
+// closed its side. refused: nothing listens (slurmd is gone). timed_out: no handshake within the
+// timeout (host dead, network partition, or an accept backlog full). silent: the handshake
+// completed (the kernel does that for a listening socket) but slurmd never closed: a slurmd that
+// is stopped or hung. failed: any other error (no route, bad address).
+enum class ProbeOutcome { connected, refused, timed_out, silent, failed };
 std::string_view to_string(ProbeOutcome o);
 
 struct ProbeTarget {

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 namespace safe {
 namespace {
@@ -31,7 +32,22 @@ struct InFlight {
   std::size_t index;
   int fd;
   long long deadline;
+  bool connected = false;  // handshake done, output shut: waiting for slurmd to close
 };
+
+// After the handshake: the probe sends nothing and ends its output, so that slurmd reads an end of
+// input at once (and logs it as an empty message) and closes.
+bool end_output(int fd) { return shutdown(fd, SHUT_WR) == 0; }
+
+// What a readable socket of a connected probe says: slurmd closed (end of input, a reset, or bytes
+// it sent before closing) or nothing yet (a wakeup without data).
+std::optional<ProbeOutcome> read_reply(int fd) {
+  char buf[256];
+  ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+  if (n >= 0) return ProbeOutcome::connected;
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return std::nullopt;
+  return ProbeOutcome::connected;  // reset by slurmd: it was there to reset it
+}
 
 }  // namespace
 
@@ -78,8 +94,12 @@ std::vector<ProbeResult> probe_slurmds(const std::vector<ProbeTarget>& targets, 
         continue;
       }
       if (connect(fd, reinterpret_cast<const sockaddr*>(&a.addr), a.len) == 0) {
-        close(fd);
-        finish(i, ProbeOutcome::connected);
+        if (!end_output(fd)) {
+          finish(i, ProbeOutcome::failed);
+          close(fd);
+          continue;
+        }
+        open.push_back({i, fd, now_ms() + timeout_ms, true});
         return;
       }
       if (errno == EINPROGRESS) {
@@ -104,7 +124,7 @@ std::vector<ProbeResult> probe_slurmds(const std::vector<ProbeTarget>& targets, 
     fds.clear();
     long long now = now_ms(), wait = timeout_ms;
     for (const auto& f : open) {
-      fds.push_back({f.fd, POLLOUT, 0});
+      fds.push_back({f.fd, static_cast<short>(f.connected ? POLLIN : POLLOUT), 0});
       wait = std::min(wait, std::max(0LL, f.deadline - now));
     }
     int ready = poll(fds.data(), fds.size(), static_cast<int>(wait));
@@ -113,18 +133,33 @@ std::vector<ProbeResult> probe_slurmds(const std::vector<ProbeTarget>& targets, 
     std::vector<InFlight> still;
     std::vector<std::size_t> retry;  // not connected: their next address
     for (std::size_t k = 0; k < open.size(); ++k) {
-      const InFlight& f = open[k];
-      if (fds[k].revents != 0) {
+      InFlight f = open[k];
+      if (f.connected && fds[k].revents != 0) {
+        if (auto replied = read_reply(f.fd)) {
+          finish(f.index, *replied);
+          close(f.fd);
+          continue;
+        }
+      } else if (fds[k].revents != 0) {
         int err = 0;
         socklen_t elen = sizeof err;
         if (getsockopt(f.fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0) err = errno;
-        finish(f.index, outcome_of(err));
+        if (err == 0 && end_output(f.fd)) {
+          f.connected = true;  // now wait, within the same deadline, for slurmd's close
+          if (now < f.deadline) {
+            still.push_back(f);
+            continue;
+          }
+        }
+        finish(f.index, err == 0 ? ProbeOutcome::silent : outcome_of(err));
         close(f.fd);
         if (err != 0) retry.push_back(f.index);
-      } else if (now >= f.deadline) {
-        finish(f.index, ProbeOutcome::timed_out);
+        continue;
+      }
+      if (now >= f.deadline) {
+        finish(f.index, f.connected ? ProbeOutcome::silent : ProbeOutcome::timed_out);
         close(f.fd);
-        retry.push_back(f.index);
+        if (!f.connected) retry.push_back(f.index);
       } else {
         still.push_back(f);
       }

@@ -1,6 +1,9 @@
 // The socket side of dead-node detection: a TCP connect to each slurmd's port, all in parallel
 // (non-blocking sockets and poll, at most `max_in_flight` open at once), each given `timeout_ms`.
-// A completed handshake is closed at once; nothing is sent.
+// Once the handshake completes the probe ends its output (shutdown) without sending anything and
+// waits for slurmd to close its side: slurmd accepts the connection, finds no message and closes
+// it. The kernel completes a handshake for a listening socket by itself, so only the close shows
+// that slurmd itself is there: a stopped or hung slurmd never closes (ProbeOutcome::silent).
 #pragma once
 
 #include <sys/socket.h>
@@ -24,8 +27,9 @@ std::vector<SocketAddress> resolve_target(const ProbeTarget& target);
 
 // One result per target, in the targets' order. A target whose address does not connect (refused,
 // timed out, failed) is tried at its next address: it counts as connected when any address
-// connects, else by its last address's outcome (a failure outright never hides a refusal or a
-// timeout). Blocks the calling thread for at most about ceil(targets / max_in_flight) * timeout_ms
+// answers, else by its last address's outcome (a failure outright never hides a refusal or a
+// timeout). An address that connects but stays silent is the target's answer: slurmd is there and
+// does not serve. Blocks the calling thread for at most about ceil(targets / max_in_flight) * timeout_ms
 // per address (plus name resolution of non-numeric addresses).
 std::vector<ProbeResult> probe_slurmds(
     const std::vector<ProbeTarget>& targets, int timeout_ms, int max_in_flight,

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # failover_partition.sh: on a cluster of its own with a network (safe-cluster up --netns, 4
 # nodes), the node that runs the checkpoint-writing rank of a 2-node trainer job is cut off: its
-# link goes down, its slurmd lives on, unreachable.
+# link goes down, its slurmd lives on, unreachable. (failover_freeze.sh runs this with
+# SAFE_CUT_FAULT=freeze: the node's slurmd is stopped instead, a hung slurmd whose jobs run on;
+# first for less than safed's probe window, which must down nothing.)
 #  - safed's probes find it silent and set it DOWN; the job runs again on two other nodes, once.
 #  - The cut-off attempt runs on and goes on writing checkpoints into the shared checkpoint
 #    directory. None of them may become SAFE_RESUME_FROM: the next attempt resumes from the
 #    checkpoint the first attempt's fence names (.safe-fence/job-ID.attempt-1, written before the
 #    restart), and a job started later on the same directory skips the stale ones too.
-#  - When the link heals, Slurm kills the stale steps (the node registers with a job that runs
-#    elsewhere now) and the node comes back into service only through safed's resume: its DRAIN
-#    keeps it out when Slurm's ReturnToService=2 would return it.
+#  - When the link heals (the slurmd is thawed), Slurm kills the stale steps (the node registers
+#    with a job that runs elsewhere now) and the node comes back into service only through
+#    safed's resume: its DRAIN keeps it out when Slurm's ReturnToService=2 would return it.
 # Prints the time to run again, and after the heal the time until the stale steps were gone and
 # until the node was back.
 set -euo pipefail
@@ -18,6 +20,12 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=failover_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/failover_lib.sh"
 
+fault=${SAFE_CUT_FAULT:-partition}
+case $fault in
+    partition) cut_verb=partition heal_verb=heal ;;
+    freeze) cut_verb=freeze heal_verb=thaw ;;
+    *) fail "SAFE_CUT_FAULT=$fault: partition or freeze" ;;
+esac
 start_own_cluster sfpt 4 --netns
 write_trainer_script "$work/job.sh"
 ckpt=$work/ckpt
@@ -38,11 +46,28 @@ stale_pids() {
 }
 [[ -n $(stale_pids) ]] || fail "no trainer of job $jobid's first attempt found"
 
+if [[ $fault == freeze ]]; then
+    # Slow, not dead: stopped for 1 s, less than the probe window (3 failed probes 1 s apart, each
+    # given 1 s), the node stays in service and the job runs on.
+    "$SAFE_CLUSTER_BIN" freeze --dir "$dir" --node "$cut" >/dev/null
+    sleep 1  # the fault's length, not a wait for a condition
+    "$SAFE_CLUSTER_BIN" thaw --dir "$dir" --node "$cut" >/dev/null
+    # Four more probe rounds.
+    wait_for "(( \$(last_step_of_attempt $work/out 1) >= $(last_step_of_attempt "$work/out" 1) + 40 ))" 30 \
+        "tail -n 3 $work/out"
+    [[ $(cat "$dir/log/safed.out") != *"node $cut: set DOWN"* ]] || fail "a 1 s freeze of $cut's slurmd downed it"
+    assert_eq 0 "$(job_field "$jobid" Restarts)" "restarts of job $jobid after a 1 s freeze"
+fi
+
 t0=$(now_ms)
-"$SAFE_CLUSTER_BIN" partition --dir "$dir" --node "$cut" >/dev/null
+"$SAFE_CLUSTER_BIN" "$cut_verb" --dir "$dir" --node "$cut" >/dev/null
 wait_restarted "$jobid" 1 $((t0 / 1000)) 60
 restart_ms=$(($(now_ms) - t0))
 new_nodes=$(job_field "$jobid" NodeList)
+if [[ $fault == freeze ]]; then
+    assert_contains "$(cat "$dir/log/safed.out")" "node $cut: set DOWN (SaFE-unreachable: slurmd" "safed log"
+    assert_contains "$(grep "node $cut: set DOWN" "$dir/log/safed.out")" "accepted, no reply" "the stopped slurmd's probes"
+fi
 [[ $(scontrol show hostnames "$new_nodes") != *"$cut"* ]] || fail "job restarted on the cut-off node $cut"
 
 # The fence safed wrote before it let the job start again.
@@ -79,7 +104,7 @@ later=$(srun -N1 -w "$spare" --safe-ckpt-dir="$ckpt" printenv SAFE_RESUME_FROM)
 # The link heals: Slurm kills the stale steps when the node registers; the node stays out of
 # service until safed resumes it.
 t1=$(now_ms)
-"$SAFE_CLUSTER_BIN" heal --dir "$dir" --node "$cut" >/dev/null
+"$SAFE_CLUSTER_BIN" "$heal_verb" --dir "$dir" --node "$cut" >/dev/null
 wait_for "[[ -z \$(stale_pids) ]]" 60 "ps -o pid,args -p $(stale_pids | tr '\n' ',')0"
 killed_ms=$(($(now_ms) - t1))
 in_service() { [[ $(sinfo -h -n "$cut" -o %T) =~ ^(idle|mixed|allocated|completing)$ ]]; }
@@ -91,6 +116,6 @@ wait_for "grep -q 'node $cut: resumed' $dir/log/safed.out" 5 \
 
 assert_eq 1 "$(job_field "$jobid" Restarts)" "Slurm's restart count of job $jobid"
 [[ $(job_field "$jobid" JobState) == RUNNING ]] || fail "job $jobid: $(job_field "$jobid" JobState)"
-printf 'PASS: failover_partition: job %s on %s, %s cut off -> running on %s after %d.%03d s, resumed from %s (fenced); after the heal the stale steps were gone in %d.%03d s and %s was back (safed resumed it) in %d.%03d s\n' \
-    "$jobid" "$nodes" "$cut" "$new_nodes" $((restart_ms / 1000)) $((restart_ms % 1000)) "$fenced" \
+printf 'PASS: failover_%s: job %s on %s, %s cut off (%s) -> running on %s after %d.%03d s, resumed from %s (fenced); after the %s the stale steps were gone in %d.%03d s and %s was back (safed resumed it) in %d.%03d s\n' \
+    "$fault" "$jobid" "$nodes" "$cut" "$cut_verb" "$new_nodes" $((restart_ms / 1000)) $((restart_ms % 1000)) "$fenced" "$heal_verb" \
     $((killed_ms / 1000)) $((killed_ms % 1000)) "$cut" $((back_ms / 1000)) $((back_ms % 1000))

@@ -30,24 +30,6 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// A loopback listener that accepts and closes every connection: every node's "slurmd".
-struct Acceptor {
-  safe::testing::LoopbackListener socket{4096};
-  std::atomic<bool> stop{false};
-  std::thread thread{[this] {
-    while (!stop) {
-      int c = accept(socket.fd, nullptr, nullptr);
-      if (c >= 0) close(c);
-    }
-  }};
-  int port() const { return socket.port; }
-  ~Acceptor() {
-    stop = true;
-    shutdown(socket.fd, SHUT_RDWR);
-    thread.join();
-  }
-};
-
 long peak_rss_mib() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -64,7 +46,7 @@ int main(int argc, char** argv) {
 
   safe::testing::FakeSlurm slurm;
   safe::testing::FakeFiles files;
-  Acceptor slurmd;
+  safe::testing::ServingListener slurmd{4096};
   for (int i = 0; i < nodes; ++i) {
     safe::SlurmNode n;
     n.name = "gpu" + std::to_string(i);

@@ -1,11 +1,16 @@
 // A listening TCP socket on a free loopback port: a stand-in for a slurmd in the probe tests and
-// the reconcile benchmark. Nothing accepts unless the user does.
+// the reconcile benchmark. Nothing accepts on a LoopbackListener (a stopped slurmd: the kernel
+// still completes handshakes); a ServingListener accepts every connection and closes it, as a
+// live slurmd does with a connection that brings no message.
 #pragma once
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <thread>
 
 namespace safe::testing {
 
@@ -26,6 +31,24 @@ struct LoopbackListener {
   ~LoopbackListener() { close(fd); }
   LoopbackListener(const LoopbackListener&) = delete;
   LoopbackListener& operator=(const LoopbackListener&) = delete;
+};
+
+struct ServingListener {
+  LoopbackListener socket;
+  std::atomic<bool> stop{false};
+  std::thread thread{[this] {
+    while (!stop) {
+      int c = accept(socket.fd, nullptr, nullptr);
+      if (c >= 0) close(c);
+    }
+  }};
+  explicit ServingListener(int backlog) : socket(backlog) {}
+  int port() const { return socket.port; }
+  ~ServingListener() {
+    stop = true;
+    shutdown(socket.fd, SHUT_RDWR);  // wakes the accept
+    thread.join();
+  }
 };
 
 }  // namespace safe::testing

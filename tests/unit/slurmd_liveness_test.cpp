@@ -15,6 +15,7 @@ namespace {
 using testing::FakeFiles;
 using testing::FakeSlurm;
 using Listener = testing::LoopbackListener;
+using testing::ServingListener;
 
 ProbeResult probe(ProbeOutcome o) { return {"n2", o, "10.0.0.2:6818"}; }
 
@@ -142,24 +143,36 @@ TEST(SlurmdLiveness, TargetsAreBusyNodesInServiceAndItsOwnDownNodes) {
 }
 
 TEST(SlurmdProber, RealSocketsConnectedRefusedAndUnresolvable) {
-  Listener alive(16);
+  ServingListener alive(16);
   int dead_port = 0;
   {
     Listener gone(16);
     dead_port = gone.port;
   }  // closed: nothing listens there any more
-  auto r = probe_slurmds({{"a", "127.0.0.1", alive.port},
+  auto r = probe_slurmds({{"a", "127.0.0.1", alive.port()},
                           {"b", "127.0.0.1", dead_port},
                           {"c", "no-such-host.invalid", 6818},
-                          {"d", "localhost", alive.port}},
+                          {"d", "localhost", alive.port()}},
                          500, 2);
   ASSERT_EQ(4u, r.size());
   EXPECT_EQ(ProbeOutcome::connected, r[0].outcome);
-  EXPECT_EQ("127.0.0.1:" + std::to_string(alive.port), r[0].address);
+  EXPECT_EQ("127.0.0.1:" + std::to_string(alive.port()), r[0].address);
   EXPECT_EQ(ProbeOutcome::refused, r[1].outcome);
   EXPECT_EQ(ProbeOutcome::failed, r[2].outcome);
   EXPECT_EQ(ProbeOutcome::connected, r[3].outcome);
   EXPECT_EQ("d", r[3].node);
+}
+
+// A stopped slurmd (SIGSTOP, or hung): its socket still listens and the kernel completes the
+// handshake, but nobody accepts, reads or closes. A probe that stopped at the handshake took it
+// for alive.
+TEST(SlurmdProber, AListenerNobodyServesIsSilent) {
+  Listener stopped(16);
+  ServingListener alive(16);
+  auto r = probe_slurmds({{"stopped", "127.0.0.1", stopped.port}, {"alive", "127.0.0.1", alive.port()}}, 300, 2);
+  EXPECT_EQ(ProbeOutcome::silent, r[0].outcome);
+  EXPECT_EQ(ProbeOutcome::connected, r[1].outcome);
+  EXPECT_EQ("accepted, no reply", to_string(r[0].outcome));
 }
 
 SocketAddress loopback(int family, int port) {
@@ -183,7 +196,7 @@ SocketAddress loopback(int family, int port) {
 // On a Debian machine localhost is ::1 before 127.0.0.1, and slurmd listens on IPv4 only unless
 // told otherwise: a live slurmd must not be taken for a refusing one.
 TEST(SlurmdProber, EveryAddressOfANameIsTriedBeforeItCountsAsRefused) {
-  Listener ipv4_only(16);
+  ServingListener ipv4_only(16);
   int dead_port = 0;
   {
     Listener gone(16);
@@ -192,7 +205,7 @@ TEST(SlurmdProber, EveryAddressOfANameIsTriedBeforeItCountsAsRefused) {
   auto both = [&](const ProbeTarget& t) {
     return std::vector<SocketAddress>{loopback(AF_INET6, t.port), loopback(AF_INET, t.port)};
   };
-  auto r = probe_slurmds({{"alive", "localhost", ipv4_only.port}, {"dead", "localhost", dead_port}}, 500, 2, both);
+  auto r = probe_slurmds({{"alive", "localhost", ipv4_only.port()}, {"dead", "localhost", dead_port}}, 500, 2, both);
   ASSERT_EQ(2u, r.size());
   EXPECT_EQ(ProbeOutcome::connected, r[0].outcome) << "refused (or unreachable) on ::1, listening on 127.0.0.1";
   EXPECT_EQ(ProbeOutcome::refused, r[1].outcome) << "nothing listens on either address";
@@ -201,15 +214,15 @@ TEST(SlurmdProber, EveryAddressOfANameIsTriedBeforeItCountsAsRefused) {
 }
 
 TEST(SlurmdProber, AFullAcceptBacklogTimesOut) {
-  // Nobody accepts and the queue is full: the kernel drops the SYN, as for a dead host. This is
-  // why one failed probe never downs a node.
+  // Nobody accepts and the queue is full: the kernel drops the SYN, as for a dead host; the
+  // handshake that fit in the queue is silent.
   Listener stuck(0);
   std::vector<ProbeTarget> targets(8, {"n", "127.0.0.1", stuck.port});
   auto r = probe_slurmds(targets, 300, 8);
   int timed_out = 0;
   for (const auto& x : r) timed_out += x.outcome == ProbeOutcome::timed_out;
   EXPECT_GE(timed_out, 1);
-  EXPECT_EQ(ProbeOutcome::connected, r[0].outcome);
+  EXPECT_EQ(ProbeOutcome::silent, r[0].outcome);
 }
 
 TEST(DeadNodeDetector, DownsTheDeadNodeOfARunningSafeJobAndResumesItWhenSlurmdIsBack) {
