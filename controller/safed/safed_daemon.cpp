@@ -316,7 +316,10 @@ void Safed::wait_for_next_pass() {
   bool evidence_answered = evidence_reader_.wait_for_urgent(std::chrono::milliseconds(250));
   if (user_reader_.wait_for_urgent(std::chrono::milliseconds(250)) || evidence_answered) return;
   int delay_ms = planner_->config().controller.poll_interval_ms;
-  if (failures_) delay_ms = std::min(30000, delay_ms << std::min(failures_, 5));
+  // Slurm unreachable: pause a little longer each time, up to 5 s. A failed call has already
+  // waited inside libslurm (about MessageTimeout, which it spends retrying the connect), so a
+  // longer pause only delays the catch-up once slurmctld is back.
+  if (failures_) delay_ms = std::min(5000, delay_ms << std::min(failures_, 3));
   next_pass_ += std::chrono::milliseconds(delay_ms);
   auto now = std::chrono::steady_clock::now();
   if (next_pass_ < now) next_pass_ = now;
