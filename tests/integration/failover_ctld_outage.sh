@@ -23,8 +23,8 @@ dead=$(scontrol show hostnames "$nodes" | tail -n1)
 # slurmctld saves its state a little after a change: killed before it saved the job's start, it
 # comes back with the job PENDING and starts it again as if new, same restart count (docs/
 # admin-guide.md). This test is about the outage: the start is on disk before the kill.
-started=$(date -d "$(job_field "$jobid" StartTime)" +%s)
-wait_for "(( \$(stat -c %Y $dir/state/job_state) > started ))" 30 "ls -l --full-time $dir/state"
+wait_for "(( \$(stat -c %Y $dir/state/job_state) > $(date -d "$(job_field "$jobid" StartTime)" +%s) ))" 30 \
+    "ls -l --full-time $dir/state"
 log=$dir/log/safed.out
 outage_line="retrying (no action until Slurm answers)"
 
