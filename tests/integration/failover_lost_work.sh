@@ -28,7 +28,10 @@ run_s=$(safed_job "$jobid" .run_seconds)
 ((lost_s - redone_s <= 2 && redone_s - lost_s <= 2)) ||
     fail "safed counts $lost_s s of lost work; the trainer redid $((last1 - resumed)) steps (${redone_s} s)"
 ((run_s >= 9 + 7 - 2)) || fail "run time $run_s s: expected about 16 s (9 s + 7 s of steps)"
-ettr=$(safed_metrics | awk '$1 ~ /^safe_ettr\{/ { print $2; exit }')
+# Read whole first: awk stopping at its match would close the pipe under safed_metrics, whose
+# write then fails (SIGPIPE), and with pipefail the assignment ended the test without a word.
+metrics=$(safed_metrics)
+ettr=$(awk '$1 ~ /^safe_ettr\{/ { print $2; exit }' <<<"$metrics")
 [[ -n $ettr ]] || fail "no safe_ettr in /metrics"
 awk -v e="$ettr" 'BEGIN { exit !(e > 0 && e < 1) }' || fail "ETTR $ettr not in (0, 1)"
 printf 'PASS: failover_lost_work: job %s redid %d steps; safed: %d s lost of %d s run; ETTR %s\n' \
