@@ -49,11 +49,17 @@ assert_contains "$comment" "last=node_fault $bad SaFE: gpu0 uncorrectable ECC=2"
 wait_for "[[ \$(job_field $jobid JobState) == COMPLETED ]]" 60 "scontrol show job $jobid; cat $work/out"
 out=$(cat "$work/out")
 assert_contains "$out" "(on signal)" "job output (checkpoint on the signal)"
-# Attempt 2 resumes from attempt 1's newest checkpoint: the signal's, or a periodic one written
-# after it while the requeue waited (e.g. for a node Slurm briefly flagged not responding).
-newest1=$(sed -n '/^resumed from step/q; s/^checkpoint step \([0-9]*\).*/\1/p' "$work/out" | tail -n1)
+# Attempt 2 resumes from the checkpoint safed's fence names: attempt 1's newest when safed
+# requeued it (the signal's, or a periodic one written after it while the requeue waited). A
+# checkpoint attempt 1 completed after the fence, before Slurm stopped it, does not count.
+fence=$work/ckpt/.safe-fence/job-$jobid.attempt-1
+[[ -f $fence ]] || fail "no fence for attempt 1: $(ls -la "$work/ckpt/.safe-fence" 2>&1)"
+fenced=$(sed -n 's/^checkpoint=step-\([0-9]*\)-attempt-1$/\1/p' "$fence")
+[[ -n $fenced ]] || fail "the fence names no checkpoint of attempt 1: $(cat "$fence")"
+on_signal=$(sed -n 's/^checkpoint step \([0-9]*\) (on signal)$/\1/p' "$work/out" | head -n1)
+((fenced >= on_signal)) || fail "the fence names step $fenced, older than the signal's checkpoint $on_signal"
 resumed=$(sed -n 's/^resumed from step \([0-9]*\) .* attempt 2$/\1/p' "$work/out")
-assert_eq "$newest1" "$resumed" "step resumed from (attempt 1's newest checkpoint)"
+assert_eq "$fenced" "$resumed" "step resumed from (the fenced checkpoint of attempt 1)"
 last1=$(last_step_of_attempt "$work/out" 1)
 first2=$(first_step_of_attempt "$work/out" 2)
 assert_eq $((resumed + 1)) "$first2" "first step of attempt 2"
