@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/checkpoint_scan.hpp"
+#include "common/unique_fd.hpp"
 #include "common/user_file.hpp"
 
 namespace safe {
@@ -70,20 +71,6 @@ class WriteAs {
   bool active_;
 };
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 // An open directory, not a link, owned by `owner`.
@@ -96,6 +83,71 @@ Result<int> open_owned_dir(int at, const std::string& name, const std::string& s
     return Error{shown + " does not belong to uid " + std::to_string(owner.value_or(0))};
   }
   return fd;
+}
+
+// The gid the fence is written with: the directory's, looked up without following a link. The
+// directory must be the owner's; it is opened (again without following) as that user.
+Result<gid_t> owned_dir_gid(const std::string& dir, std::optional<uid_t> owner) {
+  struct stat ds {};
+  if (lstat(dir.c_str(), &ds) != 0) return Error{errno_text(dir)};
+  if (!S_ISDIR(ds.st_mode)) return Error{dir + " is not a directory"};
+  if (owner && ds.st_uid != *owner) return Error{dir + " does not belong to uid " + std::to_string(*owner)};
+  return ds.st_gid;
+}
+
+// Fences `attempt` with what `scan` found in `dir`, as the user WriteAs set.
+Result<FenceOutcome> write_fence(const std::string& dir, std::optional<uid_t> owner, const CheckpointLabel& attempt,
+                                 const CheckpointScan& scan) {
+  if (!plain_job_id(attempt.job) || attempt.attempt <= 0)
+    return Error{"cannot fence job '" + attempt.job + "' attempt " + std::to_string(attempt.attempt)};
+  if (auto it = scan.fences.find({attempt.job, attempt.attempt}); it != scan.fences.end())
+    return FenceOutcome{false, it->second};
+  std::vector<CheckpointCandidate> own;
+  for (const auto& c : scan.candidates)
+    if (c.label && *c.label == attempt) own.push_back(c);
+  int best = pick_resume_checkpoint(own);
+  FenceOutcome out{true, best < 0 ? "" : own[best].name};
+
+  auto dfd = open_owned_dir(AT_FDCWD, dir, dir, owner);
+  if (!dfd) return Error{dfd.error()};
+  UniqueFd d(*dfd);
+  std::string fence_dir = dir + "/" + kFenceDirName;
+  if (mkdirat(d.get(), kFenceDirName, 0755) != 0 && errno != EEXIST) return Error{errno_text(fence_dir)};
+  auto ffd = open_owned_dir(d.get(), kFenceDirName, fence_dir, owner);
+  if (!ffd) return Error{ffd.error()};
+  UniqueFd f(*ffd);
+  // Written whole under a name of its own, then linked into place: a reader sees no fence or the
+  // complete one, and of writers racing (tasks on every node of the job, safed) the first stands.
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  std::string tmp = ".tmp." + std::string(host) + "." + std::to_string(getpid()) + "." +
+                    std::to_string(static_cast<long>(syscall(SYS_gettid)));
+  std::string final_name = fence_file_name(attempt);
+  {
+    UniqueFd w(openat(f.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (w.get() < 0) return Error{errno_text(fence_dir + "/" + tmp)};
+    std::string text = fence_file_text(out.checkpoint);
+    if (write(w.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) || fsync(w.get()) != 0) {
+      std::string why = errno_text(fence_dir + "/" + tmp);
+      unlinkat(f.get(), tmp.c_str(), 0);
+      return Error{why};
+    }
+  }
+  int linked = linkat(f.get(), tmp.c_str(), f.get(), final_name.c_str(), 0);
+  int link_errno = errno;
+  unlinkat(f.get(), tmp.c_str(), 0);
+  if (linked == 0) {
+    fsync(f.get());
+    return out;
+  }
+  if (link_errno != EEXIST) {
+    errno = link_errno;
+    return Error{errno_text(fence_dir + "/" + final_name)};
+  }
+  auto text = read_user_file_at(f.get(), final_name, owner, kMaxFenceBytes);
+  auto existing = text ? parse_fence_file_text(*text) : std::nullopt;
+  if (!existing) return Error{fence_dir + "/" + final_name + " is there but unreadable"};
+  return FenceOutcome{false, *existing};
 }
 
 }  // namespace
@@ -149,61 +201,20 @@ bool fenced_out(const std::optional<CheckpointLabel>& label, const std::string& 
 
 Result<FenceOutcome> fence_attempt(const std::string& dir, const std::string& marker, std::optional<uid_t> owner,
                                    const CheckpointLabel& attempt) {
-  if (!plain_job_id(attempt.job) || attempt.attempt <= 0)
-    return Error{"cannot fence job '" + attempt.job + "' attempt " + std::to_string(attempt.attempt)};
-  struct stat ds {};
-  if (stat(dir.c_str(), &ds) != 0) return Error{errno_text(dir)};
-  WriteAs as_user(owner, ds.st_gid);
+  auto gid = owned_dir_gid(dir, owner);
+  if (!gid) return Error{gid.error()};
+  WriteAs as_user(owner, *gid);
   auto scan = scan_checkpoints(dir, marker, owner);
   if (!scan) return Error{scan.error()};
-  if (auto it = scan->fences.find({attempt.job, attempt.attempt}); it != scan->fences.end())
-    return FenceOutcome{false, it->second};
-  std::vector<CheckpointCandidate> own;
-  for (const auto& c : scan->candidates)
-    if (c.label && *c.label == attempt) own.push_back(c);
-  int best = pick_resume_checkpoint(own);
-  FenceOutcome out{true, best < 0 ? "" : own[best].name};
+  return write_fence(dir, owner, attempt, *scan);
+}
 
-  auto dfd = open_owned_dir(AT_FDCWD, dir, dir, owner);
-  if (!dfd) return Error{dfd.error()};
-  Fd d(*dfd);
-  std::string fence_dir = dir + "/" + kFenceDirName;
-  if (mkdirat(d.get(), kFenceDirName, 0755) != 0 && errno != EEXIST) return Error{errno_text(fence_dir)};
-  auto ffd = open_owned_dir(d.get(), kFenceDirName, fence_dir, owner);
-  if (!ffd) return Error{ffd.error()};
-  Fd f(*ffd);
-  // Written whole under a name of its own, then linked into place: a reader sees no fence or the
-  // complete one, and of writers racing (tasks on every node of the job, safed) the first stands.
-  char host[256] = "";
-  gethostname(host, sizeof host - 1);
-  std::string tmp = ".tmp." + std::string(host) + "." + std::to_string(getpid()) + "." +
-                    std::to_string(static_cast<long>(syscall(SYS_gettid)));
-  std::string final_name = fence_file_name(attempt);
-  {
-    Fd w(openat(f.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-    if (w.get() < 0) return Error{errno_text(fence_dir + "/" + tmp)};
-    std::string text = fence_file_text(out.checkpoint);
-    if (write(w.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) || fsync(w.get()) != 0) {
-      std::string why = errno_text(fence_dir + "/" + tmp);
-      unlinkat(f.get(), tmp.c_str(), 0);
-      return Error{why};
-    }
-  }
-  int linked = linkat(f.get(), tmp.c_str(), f.get(), final_name.c_str(), 0);
-  int link_errno = errno;
-  unlinkat(f.get(), tmp.c_str(), 0);
-  if (linked == 0) {
-    fsync(f.get());
-    return out;
-  }
-  if (link_errno != EEXIST) {
-    errno = link_errno;
-    return Error{errno_text(fence_dir + "/" + final_name)};
-  }
-  auto text = read_user_file_at(f.get(), final_name, owner, kMaxFenceBytes);
-  auto existing = text ? parse_fence_file_text(*text) : std::nullopt;
-  if (!existing) return Error{fence_dir + "/" + final_name + " is there but unreadable"};
-  return FenceOutcome{false, *existing};
+Result<FenceOutcome> fence_attempt(const std::string& dir, std::optional<uid_t> owner, const CheckpointLabel& attempt,
+                                   const CheckpointScan& scan) {
+  auto gid = owned_dir_gid(dir, owner);
+  if (!gid) return Error{gid.error()};
+  WriteAs as_user(owner, *gid);
+  return write_fence(dir, owner, attempt, scan);
 }
 
 }  // namespace safe

@@ -63,5 +63,10 @@ struct FenceOutcome {
 // written as that user (a privileged caller switches its thread's file-system ids for the writes).
 Result<FenceOutcome> fence_attempt(const std::string& dir, const std::string& marker, std::optional<uid_t> owner,
                                    const CheckpointLabel& attempt);
+// The same with a scan of `dir` the caller has just made (scan_checkpoints, common/checkpoint_scan.hpp),
+// for a caller that fences several attempts at once: a fence written meanwhile still stands.
+struct CheckpointScan;
+Result<FenceOutcome> fence_attempt(const std::string& dir, std::optional<uid_t> owner, const CheckpointLabel& attempt,
+                                   const CheckpointScan& scan);
 
 }  // namespace safe

@@ -7,22 +7,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/unique_fd.hpp"
+
 namespace safe {
 namespace {
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 std::string errno_text(const std::string& path) { return path + ": " + std::strerror(errno); }
 
@@ -40,7 +28,7 @@ Result<struct stat> check_regular(int fd, const std::string& path, std::optional
 // descriptor that was checked.
 Result<int> open_checked(int dirfd, const std::string& path, std::optional<uid_t> owner, struct stat& st) {
   if (path.empty()) return Error{"no path"};
-  Fd handle(::openat(dirfd, path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  UniqueFd handle(::openat(dirfd, path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
   if (handle.get() < 0) return Error{errno_text(path)};
   auto checked = check_regular(handle.get(), path, owner);
   if (!checked) return Error{checked.error()};
@@ -72,7 +60,7 @@ Result<std::string> read_range(int fd, const std::string& path, off_t from, std:
 
 Result<UserFileInfo> stat_user_file(const std::string& path, std::optional<uid_t> owner) {
   if (path.empty()) return Error{"no path"};
-  Fd handle(::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  UniqueFd handle(::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
   if (handle.get() < 0) return Error{errno_text(path)};
   auto st = check_regular(handle.get(), path, owner);
   if (!st) return Error{st.error()};
@@ -83,7 +71,7 @@ Result<std::string> read_user_file_tail(const std::string& path, std::optional<u
   struct stat st {};
   auto fd = open_checked(AT_FDCWD, path, owner, st);
   if (!fd) return Error{fd.error()};
-  Fd file(*fd);
+  UniqueFd file(*fd);
   auto size = static_cast<std::size_t>(st.st_size);
   std::size_t from = size > max_bytes ? size - max_bytes : 0;
   return read_range(file.get(), path, static_cast<off_t>(from), size - from);
@@ -98,7 +86,7 @@ Result<std::string> read_user_file_at(int dirfd, const std::string& path, std::o
   struct stat st {};
   auto fd = open_checked(dirfd, path, owner, st);
   if (!fd) return Error{fd.error()};
-  Fd file(*fd);
+  UniqueFd file(*fd);
   if (static_cast<std::size_t>(st.st_size) > max_bytes)
     return Error{path + ": " + std::to_string(st.st_size) + " bytes, larger than the " + std::to_string(max_bytes) +
                  " bytes read here"};

@@ -170,14 +170,14 @@ void fence_superseded_attempts(spank_t sp, const std::string& dir, const std::st
                                int restart_count) {
   uint32_t job_id = 0;
   if (restart_count <= 0 || spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS || job_id == 0) return;
-  // Beyond this many runs back, the attempts ended long ago (and a fence costs a scan).
+  // Beyond this many runs back, the attempts ended long ago.
   constexpr int kMaxFenced = 16;
   auto scan = safe::scan_checkpoints(dir, marker, uid);
   if (!scan) return;  // the resume scan says why
   std::string job = std::to_string(job_id);
   for (int attempt = std::max(1, restart_count + 1 - kMaxFenced); attempt <= restart_count; ++attempt) {
     if (scan->fences.count({job, attempt})) continue;
-    auto fenced = safe::fence_attempt(dir, marker, uid, {job, attempt});
+    auto fenced = safe::fence_attempt(dir, uid, {job, attempt}, *scan);
     if (!fenced)
       slurm_error("safe: cannot fence the checkpoints of attempt %d: %s; any it still writes are not excluded",
                   attempt, fenced.error().c_str());

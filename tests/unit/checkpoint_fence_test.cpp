@@ -120,6 +120,34 @@ TEST_F(FenceDir, AnAttemptWithoutCheckpointsIsFencedWithNone) {
   EXPECT_FALSE(fence_attempt(dir.string(), "COMPLETE", std::nullopt, {"4/2", 1}).ok());
 }
 
+TEST_F(FenceDir, OneScanFencesSeveralAttemptsAndAFenceWrittenSinceStands) {
+  checkpoint("step-10-attempt-1", "job=42 attempt=1\n", 1000);
+  checkpoint("step-20-attempt-2", "job=42 attempt=2\n", 2000);
+  auto scan = scan_checkpoints(dir.string(), "COMPLETE", std::nullopt);
+  ASSERT_TRUE(scan.ok()) << scan.error();
+  // Another node's task fences attempt 2 after the scan, while attempt 2 had written on.
+  checkpoint("step-30-attempt-2", "job=42 attempt=2\n", 3000);
+  ASSERT_TRUE(fence_attempt(dir.string(), "COMPLETE", std::nullopt, {"42", 2}).ok());
+
+  auto first = fence_attempt(dir.string(), std::nullopt, {"42", 1}, *scan);
+  ASSERT_TRUE(first.ok()) << first.error();
+  EXPECT_TRUE(first->created);
+  EXPECT_EQ("step-10-attempt-1", first->checkpoint);
+  auto second = fence_attempt(dir.string(), std::nullopt, {"42", 2}, *scan);
+  ASSERT_TRUE(second.ok()) << second.error();
+  EXPECT_FALSE(second->created);
+  EXPECT_EQ("step-30-attempt-2", second->checkpoint) << "the first fence written stands, not the older scan's view";
+}
+
+TEST_F(FenceDir, ALinkInPlaceOfTheCheckpointDirectoryIsNotFollowed) {
+  fs::create_directories(dir / "elsewhere");
+  fs::create_directory_symlink(dir / "elsewhere", dir / "link");
+  auto fenced = fence_attempt((dir / "link").string(), "COMPLETE", std::nullopt, {"42", 1});
+  ASSERT_FALSE(fenced.ok());
+  EXPECT_NE(std::string::npos, fenced.error().find("is not a directory")) << fenced.error();
+  EXPECT_FALSE(fs::exists(dir / "elsewhere" / ".safe-fence"));
+}
+
 TEST_F(FenceDir, ARootCallerWritesTheFenceAsTheUserAndOthersFencesAreIgnored) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to own files as another user";
   const uid_t user = 65534;
