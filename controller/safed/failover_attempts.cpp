@@ -284,9 +284,15 @@ void FailoverPlanner::start_failover(TrackedJob& t, const SlurmJob& job, const J
   f.bad_nodes = join_hostlist(c.bad_nodes);
   f.phase = by_slurm ? FailoverPhase::requeued : FailoverPhase::waiting;
   f.fault_time = now;
+  // The node's fault during this run: an earlier one reads the same when it had the same cause
+  // (safed's reason for a dead slurmd names its address), so only those since the run started
+  // count. A run the prolog refused is dated by safed (when it saw the refusal): no bound.
+  long long run_start = refused ? 0 : (t.attempt_start ? t.attempt_start : static_cast<long long>(job.start_time));
+  if (run_start > now) run_start = 0;  // a StartTime Slurm set for the next run: this one's is unknown
   for (const auto& nf : failure.node_faults) {
     for (const auto& rec : faults_[nf.node])
-      if (rec.detail == nf.detail && rec.time <= now) f.fault_time = std::min(f.fault_time, rec.time);
+      if (rec.detail == nf.detail && rec.time <= now && rec.time >= run_start)
+        f.fault_time = std::min(f.fault_time, rec.time);
   }
   if (failure.end != JobEnd::running_on_bad_node && failure.end != JobEnd::hung && !by_slurm && job.end_time)
     f.fault_time = std::min<long long>(f.fault_time, job.end_time);

@@ -360,6 +360,31 @@ TEST_F(PlannerTest, NodeDeathRequeuedBySlurmStartsAtOnceAwayFromIt) {
   EXPECT_EQ((std::vector<std::pair<std::uint32_t, int>>{{7, 1}}), files.fences);
 }
 
+TEST_F(PlannerTest, ANodesEarlierFaultWithTheSameReasonIsNotWhenALaterRunsFaultBegan) {
+  // safed's own reason for a dead slurmd reads the same each time it dies.
+  const std::string refused = "SaFE-unreachable: slurmd 10.0.0.12:6818 connection refused x3 over 2.0 s";
+  node_dies("n2", refused);
+  run_for(1);
+  SlurmNode* n2 = slurm.node("n2");
+  n2->down = n2->state_down = false;  // back in service
+  n2->reason.clear();
+  n2->reason_time = 0;
+  run_for(300);
+  add_job(7, "n[1-2]").start_time = now;
+  pass();
+  run_for(10);
+  const long long died = now;
+  node_dies("n2", refused);
+  slurm_requeues(7);
+  run_for(1);
+  start_again(7, "n[3-4]");
+  run_for(2);
+  ASSERT_TRUE(store.failover(key(7), 0).has_value());
+  EXPECT_EQ(died, store.failover(key(7), 0)->fault_time) << "not the death 300 s before the job started";
+  ASSERT_EQ(1u, planner->counters().mttr_samples.size());
+  EXPECT_LE(planner->counters().mttr_samples[0], 3.0);
+}
+
 // safe-prolog refused the run on n1 (a GPU broke between health checks) and Slurm requeued it.
 constexpr const char* kNoRetries = "safe: ws=ml retries=0/0 health=standard sig=USR1@30 hang=0 gpus=1";
 NodeFault xgmi_refusal() { return {"n1", "prolog", "xgmi gpu0 1 of 7 XGMI/NVLink links down"}; }
