@@ -17,8 +17,6 @@ echo "$up" | grep '^cluster up'
 use_cluster "$dir"
 subnet=$(sed -n 's/^subnet //p' "$dir/run/net")
 [[ $subnet =~ ^10\.213\.[0-9]+$ ]] || fail "no subnet recorded in $dir/run/net: $(cat "$dir/run/net")"
-namespaces=$(awk '$1 == "netns" { print $2 }' "$dir/run/net")
-links=$(awk '$1 == "link" { print $2 }' "$dir/run/net")
 
 # Every slurmd in a namespace of its own, none in the host's; each node at its own address.
 host_ns=$(readlink /proc/self/ns/net)
@@ -67,12 +65,5 @@ out=$(timeout 60 srun -N4 --ntasks-per-node=1 hostname -I | tr -d ' ' | sort | p
 assert_eq "$subnet.11 $subnet.12 $subnet.13 $subnet.14" "$out" "a job on all nodes after the controller's restart"
 
 # down removes every namespace and link it made.
-"$SAFE_CLUSTER_BIN" down --dir "$dir" >/dev/null 2>&1 || fail "down failed"
-for ns in $namespaces; do
-    ! grep -qF " $ns " /proc/self/mountinfo || fail "namespace $ns is still mounted after down"
-done
-for link in $links; do
-    ! ip link show "$link" >/dev/null 2>&1 || fail "link $link is left after down"
-done
-! ip -o -4 addr show | grep -q " $subnet\." || fail "an address in $subnet.0/24 is left after down"
+down_leaves_no_network
 echo "PASS: cluster_netns"

@@ -21,17 +21,10 @@ backup_pid=$(awk '$1 == "slurmctld-backup" { print $2 }' "$dir/run/daemons")
 [[ $(readlink "/proc/$backup_pid/ns/net") != "$(readlink /proc/self/ns/net)" ]] || fail "the backup slurmctld runs in the host's network namespace"
 assert_eq safe-ctl2 "$(nsenter -t "$backup_pid" -u hostname)" "the backup slurmctld's host name"
 assert_contains "$(scontrol ping)" "Slurmctld(backup) at safe-ctl2 is UP" "scontrol ping"
-write_trainer_script "$work/job.sh"
-# 10 steps/s, 600 steps: the second attempt still runs when the primary comes back.
-jobid=$(sbatch --parsable -N2 --safe-retries=2 --safe-ckpt-dir="$work/ckpt" -o "$work/out" "$work/job.sh" \
-    --steps 600 --rate 10 --ckpt-every 10)
-wait_for "[[ \$(last_step_of_attempt $work/out 1) -ge 20 ]]" 40 "scontrol show job $jobid; cat $work/out"
-nodes=$(job_field "$jobid" NodeList)
-dead=$(scontrol show hostnames "$nodes" | tail -n1)
-# The backup knows what the primary saved: the job's start is on disk before the kill (as in
-# failover_ctld_outage.sh).
-wait_for "(( \$(stat -c %Y $dir/state/job_state) > $(date -d "$(job_field "$jobid" StartTime)" +%s) ))" 30 \
-    "ls -l --full-time $dir/state"
+# 600 steps: the second attempt still runs when the primary comes back. The backup knows what the
+# primary saved: the job's start is on disk before the kill.
+start_job_with_saved_start 600
+dead=$last_node
 log=$dir/log/safed.out
 
 takeover=$("$SAFE_CLUSTER_BIN" ctld-failover --dir "$dir" 2>&1) || fail "ctld-failover: $takeover"
@@ -62,15 +55,7 @@ assert_eq 1 "$(safed_job "$jobid" '.failovers | length')" "failovers of job $job
 assert_eq 1 "$(grep -c "node $dead: set DOWN" "$log")" "DOWNs of $dead in safed's log"
 assert_contains "$(cat "$work/out")" "done 600 steps attempt 2" "job output"
 # down leaves none of the backup's namespace and link behind.
-namespaces=$(awk '$1 == "netns" { print $2 }' "$dir/run/net")
-links=$(awk '$1 == "link" { print $2 }' "$dir/run/net")
-assert_contains "$namespaces" "$dir/run/netns/ctl2" "namespaces recorded"
-"$SAFE_CLUSTER_BIN" down --dir "$dir" >/dev/null 2>&1 || fail "down failed"
-for ns in $namespaces; do
-    ! grep -qF " $ns " /proc/self/mountinfo || fail "namespace $ns is still mounted after down"
-done
-for link in $links; do
-    ! ip link show "$link" >/dev/null 2>&1 || fail "link $link is left after down"
-done
+assert_contains "$(awk '$1 == "netns" { print $2 }' "$dir/run/net")" "$dir/run/netns/ctl2" "namespaces recorded"
+down_leaves_no_network
 printf 'PASS: failover_ctld_backup: backup slurmctld in control %s s after the primary died; under it, %s died under job %s on %s -> running on %s after %d.%03d s; completed under the primary again, one restart\n' \
     "$takeover" "$dead" "$jobid" "$nodes" "$new_nodes" $((restart_ms / 1000)) $((restart_ms % 1000))

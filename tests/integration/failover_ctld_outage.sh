@@ -14,17 +14,8 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/failover_lib.sh"
 
 start_own_cluster sfco 4 --netns
-write_trainer_script "$work/job.sh"
-jobid=$(sbatch --parsable -N2 --safe-retries=2 --safe-ckpt-dir="$work/ckpt" -o "$work/out" "$work/job.sh" \
-    --steps 100000 --rate 10 --ckpt-every 10)
-wait_for "[[ \$(last_step_of_attempt $work/out 1) -ge 20 ]]" 40 "scontrol show job $jobid; cat $work/out"
-nodes=$(job_field "$jobid" NodeList)
-dead=$(scontrol show hostnames "$nodes" | tail -n1)
-# slurmctld saves its state a little after a change: killed before it saved the job's start, it
-# comes back with the job PENDING and starts it again as if new, same restart count (docs/
-# admin-guide.md). This test is about the outage: the start is on disk before the kill.
-wait_for "(( \$(stat -c %Y $dir/state/job_state) > $(date -d "$(job_field "$jobid" StartTime)" +%s) ))" 30 \
-    "ls -l --full-time $dir/state"
+start_job_with_saved_start 100000  # the outage is the subject: the job's start is on disk before it
+dead=$last_node
 log=$dir/log/safed.out
 outage_line="retrying (no action until Slurm answers)"
 

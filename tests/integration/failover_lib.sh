@@ -99,3 +99,38 @@ needs_slurm() {
         exit 77
     fi
 }
+
+# start_job_with_saved_start STEPS: a 2-node trainer job in $work (10 steps/s, a checkpoint every
+# 10 steps, --safe-retries=2), past its step 20 and with its start saved by slurmctld: slurmctld
+# saves its state a little after a change, and killed before it saved the job's start it comes back
+# with the job PENDING and starts it again as if new, same restart count (docs/admin-guide.md).
+# Tests of controller faults that are not about that wait for the save. Sets jobid, nodes (the
+# job's) and last_node (the last of them).
+start_job_with_saved_start() {
+    write_trainer_script "$work/job.sh"
+    jobid=$(sbatch --parsable -N2 --safe-retries=2 --safe-ckpt-dir="$work/ckpt" -o "$work/out" "$work/job.sh" \
+        --steps "$1" --rate 10 --ckpt-every 10)
+    wait_for "[[ \$(last_step_of_attempt $work/out 1) -ge 20 ]]" 40 "scontrol show job $jobid; cat $work/out"
+    nodes=$(job_field "$jobid" NodeList)
+    # shellcheck disable=SC2034 # the caller's
+    last_node=$(scontrol show hostnames "$nodes" | tail -n1)
+    wait_for "(( \$(stat -c %Y $dir/state/job_state) > $(date -d "$(job_field "$jobid" StartTime)" +%s) ))" 30 \
+        "ls -l --full-time $dir/state"
+}
+
+# down_leaves_no_network: stops the --netns cluster in $dir and fails if a namespace, link or
+# address that its `up` recorded in DIR/run/net is left.
+down_leaves_no_network() {
+    local subnet namespaces links ns link
+    subnet=$(sed -n 's/^subnet //p' "$dir/run/net")
+    namespaces=$(awk '$1 == "netns" { print $2 }' "$dir/run/net")
+    links=$(awk '$1 == "link" { print $2 }' "$dir/run/net")
+    "$SAFE_CLUSTER_BIN" down --dir "$dir" >/dev/null 2>&1 || fail "down failed"
+    for ns in $namespaces; do
+        ! grep -qF " $ns " /proc/self/mountinfo || fail "namespace $ns is still mounted after down"
+    done
+    for link in $links; do
+        ! ip link show "$link" >/dev/null 2>&1 || fail "link $link is left after down"
+    done
+    ! ip -o -4 addr show | grep -q " $subnet\." || fail "an address in $subnet.0/24 is left after down"
+}
