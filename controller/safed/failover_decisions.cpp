@@ -194,7 +194,14 @@ FailoverStep decide_requeueing(const FailoverRecord& f, const SlurmJob& job, con
 FailoverStep decide_requeued(const FailoverRecord& f, const SlurmJob& job, const RestartPlacement& placement,
                              long long credential_wait_s, long long now) {
   FailoverStep s;
-  if (job.restart_count <= f.attempt) return s;  // the requeue is not yet visible
+  if (job.restart_count <= f.attempt) {
+    // A requeue shows at once: the job PENDING (or completing), its restart counted. The run going
+    // on uncounted means slurmctld lost it: killed before it saved its state, it came back from
+    // what it had saved before (and would requeue the job itself only a minute or more later,
+    // once it misses the batch script on its node).
+    if (job.state == SlurmJobState::running && !job.completing) s.kind = FailoverStep::Kind::requeue_lost;
+    return s;
+  }
   // While the old run winds down Slurm has not yet set its own requeue hold: a StartTime set now
   // would be overwritten by it.
   if (job.completing) return s;

@@ -58,6 +58,7 @@ struct FailoverStep {
     requeued_by_slurm,  // Slurm already requeued this run (perhaps before a restart of safed)
     requeue,            // take `silent` nodes off first; requeue unless `hold` (the job still holds one)
     restart,            // set the job's exclusions, required nodes and `start` time: done
+    requeue_lost,       // requeued, yet the run goes on uncounted: slurmctld lost the requeue; again
     ended,              // the job was cancelled, or ended after the requeue: nothing more to do
   };
   Kind kind = Kind::wait;

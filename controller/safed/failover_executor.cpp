@@ -162,6 +162,13 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         FailoverStep s = decide_requeued(f, job, visible ? placement_for(f, t, job) : RestartPlacement{},
                                          credential_wait_s(), now);
         if (s.kind == FailoverStep::Kind::wait) return;
+        if (s.kind == FailoverStep::Kind::requeue_lost) {
+          log("safed: job " + id + ": the requeue is lost (Slurm shows the run going on, restart count " +
+              std::to_string(job.restart_count) + ": slurmctld restarted from state saved before it); requeueing again");
+          f.phase = FailoverPhase::requeueing;
+          store_.put_failover(f);
+          break;
+        }
         if (s.kind == FailoverStep::Kind::ended) return end_failover(f, t, job, meta, now);
         // Slurm may have requeued the job itself (a node it set DOWN): then this is the first
         // point where safed holds the next run back (its start time), and the fence goes here.
@@ -241,6 +248,12 @@ void FailoverPlanner::restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
   // its MTTR sample is taken here.
   if (s.running_again) note_running_again(f, job, now);
   t.expected_start = s.running_again ? 0 : s.start;
+  if (s.running_again) {
+    t.restart_change.reset();
+  } else {
+    t.restart_change = change;
+    t.requeued_attempt = f.attempt;
+  }
   t.record.retries_used = m.retries_used;
   t.record.state = SafeJobState::requeued;
   ++counters_.failovers_by_class[f.failure_class];

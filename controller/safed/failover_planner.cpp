@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/hostlist.hpp"
+
 namespace safe {
 
 FailoverPlanner::FailoverPlanner(SafeConfig config, SlurmActions& slurm, StateStore& store, JobFiles& files,
@@ -151,7 +153,7 @@ void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, 
   if (!ended(job.state) && t.record.end_time == 0 && t.record.state != SafeJobState::failing_over &&
       !(t.record.state == SafeJobState::held && job.state == SlurmJobState::pending))
     t.record.state = safe_job_state(job.state);
-  lift_requeue_hold(t, job, now);
+  keep_restart(t, job, now);
   // A failover in progress for this job goes on first; the job's attempts are classified again
   // only once none is open.
   if (!advance_open_failovers(t, job, meta, now)) observe_attempt(t, job, meta, now);
@@ -221,19 +223,43 @@ void FailoverPlanner::note_running_again(FailoverRecord& f, const SlurmJob& job,
       std::to_string(now - f.fault_time) + " s after the fault");
 }
 
-// Slurm puts its requeue hold back on a job safed already gave a start time: lift it again.
-void FailoverPlanner::lift_requeue_hold(TrackedJob& t, const SlurmJob& job, long long now) {
-  if (job.state == SlurmJobState::running) t.expected_start = 0;
-  if (!t.expected_start || job.state != SlurmJobState::pending || job.completing ||
-      job.start_time <= std::max(now, t.expected_start) + 5)
+// Until the run after a failover starts, Slurm may undo what safed did: it puts its requeue hold
+// back (StartTime moved on), or slurmctld, killed before it saved them, comes back without the
+// requeue (the old run goes on, uncounted) or without the update (none of the exclusions). safed
+// does it again.
+void FailoverPlanner::keep_restart(TrackedJob& t, const SlurmJob& job, long long now) {
+  if (!t.restart_change) return;
+  if (ended(job.state) || (job.state == SlurmJobState::running && job.restart_count > t.requeued_attempt)) {
+    t.restart_change.reset();
+    t.expected_start = 0;
     return;
-  JobChange change;
+  }
+  if (job.completing) return;
+  if (job.state == SlurmJobState::running && job.restart_count == t.requeued_attempt) {
+    Status requeued = slurm_.requeue(job.id);
+    log_action(now, t.record.key(), "", "requeue",
+               "again: slurmctld lost it (the run goes on, restart count " + std::to_string(job.restart_count) +
+                   ")" + (requeued ? "" : ": " + requeued.error()),
+               requeued.ok());
+    return;
+  }
+  if (job.state != SlurmJobState::pending || job.restart_count != t.requeued_attempt + 1) return;
+  bool update_lost = false;
+  if (t.restart_change->exc_nodes) {
+    std::vector<std::string> have = expand_hostlist(job.exc_nodes);
+    for (const std::string& n : expand_hostlist(*t.restart_change->exc_nodes))
+      if (std::find(have.begin(), have.end(), n) == have.end()) update_lost = true;
+  }
+  bool held = job.start_time > std::max(now, t.expected_start) + 5;
+  if (!update_lost && !held) return;
+  JobChange change = update_lost ? *t.restart_change : JobChange{};
   change.id = job.id;
   change.start_time = std::max(now, t.expected_start);
   Status updated = slurm_.update_job(change);
-  log_action(now, t.record.key(), "", "start again", "Slurm re-held the job" + (updated ? "" : ": " + updated.error()),
+  log_action(now, t.record.key(), "", "start again",
+             std::string(update_lost ? "slurmctld lost the restart's update" : "Slurm re-held the job") +
+                 (updated ? "" : ": " + updated.error()),
              updated.ok());
-  if (updated) t.expected_start = 0;
 }
 
 // True while a failover of the job is still open after this pass.

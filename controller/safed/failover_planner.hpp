@@ -49,6 +49,10 @@ struct TrackedJob {
   std::string nodes_text;     // as last expanded into `node_names`
   std::vector<std::string> node_names;
   long long expected_start = 0;  // StartTime safed set after a requeue, until the job runs
+  // The update safed made after its last requeue of the job (exclusions, start, AdminComment) and
+  // the restart count of the run it requeued, kept until the next run starts (keep_restart).
+  std::optional<JobChange> restart_change;
+  int requeued_attempt = -1;
   int prolog_checked = -1;  // restart count of the run whose prolog evidence a pending pass read
   // When safed first saw the running job on a faulty node: the prolog writes its refusal before
   // it drains, so a read from then on tells whether this run is one the prolog is refusing.
@@ -122,7 +126,7 @@ class FailoverPlanner {
   void note_run(TrackedJob& t, const SlurmJob& job, long long now);
   // The failover `f` ended with the job running again: its MTTR sample.
   void note_running_again(FailoverRecord& f, const SlurmJob& job, long long now);
-  void lift_requeue_hold(TrackedJob& t, const SlurmJob& job, long long now);
+  void keep_restart(TrackedJob& t, const SlurmJob& job, long long now);
   bool advance_open_failovers(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
   // What the job's state shows about its attempts (failover_attempts.cpp).
   void observe_attempt(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);

@@ -258,8 +258,10 @@ TEST(FailoverDecisions, TheRestartWaitsForSlurmThenStartsAtOnceOrAfterTheCredent
   f.not_before = 0;
   f.requeue_time = 200;
   RestartPlacement elsewhere{"n1", std::nullopt, {}, false};
-  EXPECT_EQ(Kind::wait, decide_requeued(f, job_in(SlurmJobState::running, 0), elsewhere, 121, 210).kind)
-      << "requeue not yet visible";
+  EXPECT_EQ(Kind::wait, decide_requeued(f, job_in(SlurmJobState::pending, 0, true), elsewhere, 121, 210).kind)
+      << "requeue not yet counted";
+  EXPECT_EQ(Kind::requeue_lost, decide_requeued(f, job_in(SlurmJobState::running, 0), elsewhere, 121, 210).kind)
+      << "the run goes on uncounted: slurmctld lost the requeue";
   EXPECT_EQ(Kind::wait, decide_requeued(f, job_in(SlurmJobState::pending, 1, true), elsewhere, 121, 210).kind)
       << "old run winding down";
   EXPECT_EQ(Kind::ended, decide_requeued(f, job_in(SlurmJobState::cancelled, 1), elsewhere, 121, 210).kind);

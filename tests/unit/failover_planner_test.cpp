@@ -347,6 +347,64 @@ TEST_F(PlannerTest, InfraExitCodeRetriedUntilRetriesAreUsedUp) {
   EXPECT_EQ(SafeJobState::failed, store.job(key(7))->state);
 }
 
+TEST_F(PlannerTest, ARequeueSlurmctldLostIsMadeAgainAndTheJobRequeuedOnce) {
+  add_job(7, "n[1-2]");
+  pass();
+  drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
+  run_for(2);
+  files.checkpoints["/ck/1"] = now;  // the checkpoint on the signal
+  run_for(1);
+  ASSERT_EQ(1, slurm.count("requeue 7"));
+  // slurmctld is killed before it saves the requeue and comes back from its earlier state: the
+  // run goes on as before, its restart uncounted.
+  SlurmJob* j = slurm.job(7);
+  j->state = SlurmJobState::running;
+  j->restart_count = 0;
+  j->start_time = 950;
+  run_for(1);
+  EXPECT_EQ(2, slurm.count("requeue 7")) << "requeued again";
+  run_for(1);
+  EXPECT_NE(std::string::npos, last_update().find("update 7 exc=n2,n1 start=now"));
+  EXPECT_NE(std::string::npos, last_update().find("retries=1/3")) << "one retry for the one failover";
+  start_again(7, "n[3-4]");
+  run_for(3);
+  EXPECT_EQ(2, slurm.count("requeue 7"));
+  EXPECT_EQ(1, j->restart_count);
+  EXPECT_EQ(1u, store.failovers(key(7)).size());
+  EXPECT_EQ(1, planner->counters().failovers_by_class.at("node_fault"));
+}
+
+TEST_F(PlannerTest, ARequeueAndRestartSlurmctldLostAreMadeAgain) {
+  add_job(7, "n[1-2]");
+  pass();
+  drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
+  run_for(2);
+  files.checkpoints["/ck/1"] = now;
+  run_for(2);
+  ASSERT_EQ(1, slurm.count("requeue 7"));
+  const std::string restart = last_update();
+  ASSERT_NE(std::string::npos, restart.find("update 7 exc=n2,n1 start=now")) << restart;
+  // slurmctld is killed before it saves either, and comes back from its earlier state.
+  SlurmJob* j = slurm.job(7);
+  j->state = SlurmJobState::running;
+  j->restart_count = 0;
+  j->start_time = 950;
+  j->exc_nodes.clear();
+  j->admin_comment = kMeta;
+  run_for(1);
+  EXPECT_EQ(2, slurm.count("requeue 7")) << "requeued again";
+  run_for(1);
+  EXPECT_EQ(2, slurm.count(restart)) << "the same update again, Slurm's requeue hold lifted";
+  EXPECT_EQ(1, store.job(key(7))->retries_used);
+  start_again(7, "n[3-4]");
+  run_for(3);
+  EXPECT_EQ(2, slurm.count("requeue 7"));
+  EXPECT_EQ(2, slurm.count(restart));
+  EXPECT_EQ(1, j->restart_count);
+  EXPECT_EQ(1u, store.failovers(key(7)).size());
+  EXPECT_EQ(1, planner->counters().failovers_by_class.at("node_fault"));
+}
+
 TEST_F(PlannerTest, NodeDeathRequeuedBySlurmStartsAtOnceAwayFromIt) {
   add_job(7, "n[1-2]");
   pass();
