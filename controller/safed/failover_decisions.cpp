@@ -191,15 +191,26 @@ FailoverStep decide_requeueing(const FailoverRecord& f, const SlurmJob& job, con
   return s;
 }
 
+std::string lost_requeue_text(const SlurmJob& job) {
+  return "the requeue is lost (Slurm shows run " + std::to_string(job.restart_count + 1) + " " +
+         (job.state == SlurmJobState::running ? "going on" : "ended") +
+         ", uncounted: slurmctld restarted from state saved before it); requeueing again";
+}
+
 FailoverStep decide_requeued(const FailoverRecord& f, const SlurmJob& job, const RestartPlacement& placement,
                              long long credential_wait_s, long long now) {
   FailoverStep s;
   if (job.restart_count <= f.attempt) {
-    // A requeue shows at once: the job PENDING (or completing), its restart counted. The run going
-    // on uncounted means slurmctld lost it: killed before it saved its state, it came back from
-    // what it had saved before (and would requeue the job itself only a minute or more later,
-    // once it misses the batch script on its node).
-    if (job.state == SlurmJobState::running && !job.completing) s.kind = FailoverStep::Kind::requeue_lost;
+    // A requeue shows at once: the job PENDING (and completing), its restart counted. The run
+    // going on, or ended as before, uncounted means slurmctld lost it: killed before it saved its
+    // state, it came back from what it had saved before (a run going on it would requeue itself
+    // only a minute or more later, once it misses the batch script on its node; an ended one never).
+    if (job.completing) return s;
+    if (cancelled(f, job)) {
+      s.kind = FailoverStep::Kind::ended;
+      return s;
+    }
+    if (job.state == SlurmJobState::running || ended(job.state)) s.kind = FailoverStep::Kind::requeue_lost;
     return s;
   }
   // While the old run winds down Slurm has not yet set its own requeue hold: a StartTime set now

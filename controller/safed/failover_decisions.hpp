@@ -75,6 +75,9 @@ struct FailoverStep {
   bool running_again = false;
 };
 
+// What safed logs when Slurm shows a run it requeued going on or ended, uncounted.
+std::string lost_requeue_text(const SlurmJob& job);
+
 // waiting: the backoff after earlier failovers, then the checkpoint signal to a running job.
 FailoverStep decide_waiting(const FailoverRecord& f, const SlurmJob& job, int checkpoint_signal, long long now);
 // signalled: until the job stopped, finished a checkpoint after the signal, or the grace is over.

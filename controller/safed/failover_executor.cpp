@@ -163,8 +163,7 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
                                          credential_wait_s(), now);
         if (s.kind == FailoverStep::Kind::wait) return;
         if (s.kind == FailoverStep::Kind::requeue_lost) {
-          log("safed: job " + id + ": the requeue is lost (Slurm shows the run going on, restart count " +
-              std::to_string(job.restart_count) + ": slurmctld restarted from state saved before it); requeueing again");
+          log("safed: job " + id + ": " + lost_requeue_text(job));
           f.phase = FailoverPhase::requeueing;
           store_.put_failover(f);
           break;
@@ -219,7 +218,9 @@ void FailoverPlanner::restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
   const RestartPlacement& place = s.placement;
   std::string dropped = join_hostlist(place.dropped_required);
   JobMetadata m = meta;
-  m.retries_used = t.record.retries_used + (f.uses_retry ? 1 : 0);
+  // A failover open again after slurmctld lost its requeue was counted the first time.
+  bool again = t.reopened_attempt == f.attempt;
+  m.retries_used = t.record.retries_used + (f.uses_retry && !again ? 1 : 0);
   m.last_failure = f.failure_class + " " + f.evidence +
                    (dropped.empty() ? "" : "; " + dropped + " dropped from the required nodes");
   JobChange change;
@@ -256,7 +257,7 @@ void FailoverPlanner::restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
   }
   t.record.retries_used = m.retries_used;
   t.record.state = SafeJobState::requeued;
-  ++counters_.failovers_by_class[f.failure_class];
+  if (!again) ++counters_.failovers_by_class[f.failure_class];
 }
 
 }  // namespace safe

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "common/hostlist.hpp"
+#include "common/job_metadata.hpp"
 
 namespace safe {
 
@@ -223,34 +223,33 @@ void FailoverPlanner::note_running_again(FailoverRecord& f, const SlurmJob& job,
       std::to_string(now - f.fault_time) + " s after the fault");
 }
 
-// Until the run after a failover starts, Slurm may undo what safed did: it puts its requeue hold
-// back (StartTime moved on), or slurmctld, killed before it saved them, comes back without the
-// requeue (the old run goes on, uncounted) or without the update (none of the exclusions). safed
-// does it again.
+// Until the run after a failover starts, Slurm may undo what safed did. slurmctld, killed before
+// it saved them, comes back without the requeue (the old run going on, or ended as before, its
+// restart uncounted): the failover is open again from its requeue, with the same checks as the
+// first time (a node that stopped answering is set DOWN and released first). Or it comes back
+// without the update (SaFE's record in AdminComment as before it: only administrators and SaFE
+// write it): the update is made again. Or Slurm puts its requeue hold back (StartTime moved on):
+// lifted once, as the update did.
 void FailoverPlanner::keep_restart(TrackedJob& t, const SlurmJob& job, long long now) {
   if (!t.restart_change) return;
-  if (ended(job.state) || (job.state == SlurmJobState::running && job.restart_count > t.requeued_attempt)) {
-    t.restart_change.reset();
+  if (job.restart_count > t.requeued_attempt && (job.state == SlurmJobState::running || ended(job.state))) {
+    t.restart_change.reset();  // the next run started
     t.expected_start = 0;
     return;
   }
   if (job.completing) return;
-  if (job.state == SlurmJobState::running && job.restart_count == t.requeued_attempt) {
-    Status requeued = slurm_.requeue(job.id);
-    log_action(now, t.record.key(), "", "requeue",
-               "again: slurmctld lost it (the run goes on, restart count " + std::to_string(job.restart_count) +
-                   ")" + (requeued ? "" : ": " + requeued.error()),
-               requeued.ok());
+  if (job.restart_count == t.requeued_attempt) {
+    if (job.state == SlurmJobState::running || (ended(job.state) && job.state != SlurmJobState::cancelled))
+      reopen_failover(t, job);
+    t.restart_change.reset();
     return;
   }
   if (job.state != SlurmJobState::pending || job.restart_count != t.requeued_attempt + 1) return;
-  bool update_lost = false;
-  if (t.restart_change->exc_nodes) {
-    std::vector<std::string> have = expand_hostlist(job.exc_nodes);
-    for (const std::string& n : expand_hostlist(*t.restart_change->exc_nodes))
-      if (std::find(have.begin(), have.end(), n) == have.end()) update_lost = true;
-  }
-  bool held = job.start_time > std::max(now, t.expected_start) + 5;
+  auto want = t.restart_change->admin_comment ? parse_job_metadata(*t.restart_change->admin_comment) : std::nullopt;
+  auto have = parse_job_metadata(job.admin_comment);
+  bool update_lost = want && (!have || have->retries_used != want->retries_used ||
+                              have->last_failure != want->last_failure);
+  bool held = t.expected_start && job.start_time > std::max(now, t.expected_start) + 5;
   if (!update_lost && !held) return;
   JobChange change = update_lost ? *t.restart_change : JobChange{};
   change.id = job.id;
@@ -260,6 +259,18 @@ void FailoverPlanner::keep_restart(TrackedJob& t, const SlurmJob& job, long long
              std::string(update_lost ? "slurmctld lost the restart's update" : "Slurm re-held the job") +
                  (updated ? "" : ": " + updated.error()),
              updated.ok());
+  if (updated) t.expected_start = 0;
+}
+
+void FailoverPlanner::reopen_failover(TrackedJob& t, const SlurmJob& job) {
+  auto f = store_.failover(t.record.key(), t.requeued_attempt);
+  if (!f) return;
+  log("safed: job " + std::to_string(job.id) + ": " + lost_requeue_text(job));
+  f->phase = FailoverPhase::requeueing;
+  store_.put_failover(*f);
+  open_[{t.record.key(), f->attempt}] = *f;
+  t.reopened_attempt = f->attempt;
+  t.record.state = SafeJobState::failing_over;
 }
 
 // True while a failover of the job is still open after this pass.

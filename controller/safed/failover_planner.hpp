@@ -53,6 +53,7 @@ struct TrackedJob {
   // the restart count of the run it requeued, kept until the next run starts (keep_restart).
   std::optional<JobChange> restart_change;
   int requeued_attempt = -1;
+  int reopened_attempt = -1;  // a failover open again after slurmctld lost its requeue: counted once
   int prolog_checked = -1;  // restart count of the run whose prolog evidence a pending pass read
   // When safed first saw the running job on a faulty node: the prolog writes its refusal before
   // it drains, so a read from then on tells whether this run is one the prolog is refusing.
@@ -127,6 +128,7 @@ class FailoverPlanner {
   // The failover `f` ended with the job running again: its MTTR sample.
   void note_running_again(FailoverRecord& f, const SlurmJob& job, long long now);
   void keep_restart(TrackedJob& t, const SlurmJob& job, long long now);
+  void reopen_failover(TrackedJob& t, const SlurmJob& job);
   bool advance_open_failovers(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
   // What the job's state shows about its attempts (failover_attempts.cpp).
   void observe_attempt(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);

@@ -262,6 +262,10 @@ TEST(FailoverDecisions, TheRestartWaitsForSlurmThenStartsAtOnceOrAfterTheCredent
       << "requeue not yet counted";
   EXPECT_EQ(Kind::requeue_lost, decide_requeued(f, job_in(SlurmJobState::running, 0), elsewhere, 121, 210).kind)
       << "the run goes on uncounted: slurmctld lost the requeue";
+  EXPECT_EQ(Kind::requeue_lost, decide_requeued(f, job_in(SlurmJobState::failed, 0), elsewhere, 121, 210).kind)
+      << "the run ended as before, uncounted";
+  EXPECT_EQ(Kind::ended, decide_requeued(f, job_in(SlurmJobState::cancelled, 0), elsewhere, 121, 210).kind)
+      << "cancelled meanwhile";
   EXPECT_EQ(Kind::wait, decide_requeued(f, job_in(SlurmJobState::pending, 1, true), elsewhere, 121, 210).kind)
       << "old run winding down";
   EXPECT_EQ(Kind::ended, decide_requeued(f, job_in(SlurmJobState::cancelled, 1), elsewhere, 121, 210).kind);

@@ -405,6 +405,57 @@ TEST_F(PlannerTest, ARequeueAndRestartSlurmctldLostAreMadeAgain) {
   EXPECT_EQ(1, planner->counters().failovers_by_class.at("node_fault"));
 }
 
+TEST_F(PlannerTest, AnUpdateSlurmctldLostIsMadeAgainOnceAndAPlannedStartIsNotFoughtEveryPass) {
+  add_job(7, "n[1-2]");
+  pass();
+  drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
+  run_for(2);
+  files.checkpoints["/ck/1"] = now;
+  run_for(2);
+  const std::string restart = last_update();
+  ASSERT_NE(std::string::npos, restart.find("update 7 exc=n2,n1 start=now")) << restart;
+  // slurmctld saved the requeue, not the update: Slurm's hold, no exclusions, the old record.
+  SlurmJob* j = slurm.job(7);
+  j->exc_nodes.clear();
+  j->admin_comment = kMeta;
+  j->start_time = now + 120;
+  run_for(1);
+  EXPECT_EQ(2, slurm.count(restart)) << "the update again";
+  // The scheduler plans the start far ahead (a busy cluster): nothing more to lift.
+  for (int i = 0; i < 5; ++i) {
+    j->start_time = now + 500;
+    run_for(1);
+  }
+  EXPECT_EQ(2, slurm.count("update 7"));
+  start_again(7, "n[3-4]");
+  run_for(2);
+  EXPECT_EQ(1, store.job(key(7))->retries_used);
+  EXPECT_EQ(1, slurm.count("requeue 7"));
+}
+
+TEST_F(PlannerTest, ALostRequeueOfAJobThatHadEndedIsMadeAgain) {
+  add_job(7, "n[1-2]");
+  pass();
+  end_job(7, SlurmJobState::failed, 75);  // the infrastructure exit code: retried
+  run_for(2);
+  ASSERT_EQ(1, slurm.count("requeue 7"));
+  run_for(1);
+  ASSERT_EQ(1, slurm.count("update 7 exc="));
+  // slurmctld comes back from before the requeue: the job FAILED, its restart uncounted.
+  SlurmJob* j = slurm.job(7);
+  j->state = SlurmJobState::failed;
+  j->restart_count = 0;
+  j->admin_comment = kMeta;
+  run_for(1);
+  EXPECT_EQ(2, slurm.count("requeue 7"));
+  run_for(1);
+  EXPECT_EQ(2, slurm.count("update 7 exc="));
+  EXPECT_NE(std::string::npos, last_update().find("retries=1/3"));
+  start_again(7, "n[3-4]");
+  run_for(2);
+  EXPECT_EQ(1u, store.failovers(key(7)).size());
+}
+
 TEST_F(PlannerTest, NodeDeathRequeuedBySlurmStartsAtOnceAwayFromIt) {
   add_job(7, "n[1-2]");
   pass();
