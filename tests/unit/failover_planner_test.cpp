@@ -106,6 +106,20 @@ class PlannerTest : public ::testing::Test {
       if (it->rfind("update", 0) == 0) return *it;
     return "";
   }
+  // Job 7 on n[1-2] fails over for a GPU fault on n2: signal, checkpoint, requeue, update. The
+  // update's call, as FakeSlurm records it.
+  std::string fail_over_on_a_gpu_fault() {
+    add_job(7, "n[1-2]");
+    pass();
+    drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
+    run_for(2);
+    files.checkpoints["/ck/1"] = now;  // the checkpoint on the signal
+    run_for(2);
+    EXPECT_EQ(1, slurm.count("requeue 7"));
+    std::string restart = last_update();
+    EXPECT_NE(std::string::npos, restart.find("update 7 exc=n2,n1 start=now")) << restart;
+    return restart;
+  }
 
   FakeSlurm slurm;
   FakeFiles files;
@@ -375,15 +389,7 @@ TEST_F(PlannerTest, ARequeueSlurmctldLostIsMadeAgainAndTheJobRequeuedOnce) {
 }
 
 TEST_F(PlannerTest, ARequeueAndRestartSlurmctldLostAreMadeAgain) {
-  add_job(7, "n[1-2]");
-  pass();
-  drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
-  run_for(2);
-  files.checkpoints["/ck/1"] = now;
-  run_for(2);
-  ASSERT_EQ(1, slurm.count("requeue 7"));
-  const std::string restart = last_update();
-  ASSERT_NE(std::string::npos, restart.find("update 7 exc=n2,n1 start=now")) << restart;
+  const std::string restart = fail_over_on_a_gpu_fault();
   // slurmctld is killed before it saves either, and comes back from its earlier state.
   SlurmJob* j = slurm.job(7);
   j->state = SlurmJobState::running;
@@ -406,14 +412,7 @@ TEST_F(PlannerTest, ARequeueAndRestartSlurmctldLostAreMadeAgain) {
 }
 
 TEST_F(PlannerTest, AnUpdateSlurmctldLostIsMadeAgainOnceAndAPlannedStartIsNotFoughtEveryPass) {
-  add_job(7, "n[1-2]");
-  pass();
-  drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
-  run_for(2);
-  files.checkpoints["/ck/1"] = now;
-  run_for(2);
-  const std::string restart = last_update();
-  ASSERT_NE(std::string::npos, restart.find("update 7 exc=n2,n1 start=now")) << restart;
+  const std::string restart = fail_over_on_a_gpu_fault();
   // slurmctld saved the requeue, not the update: Slurm's hold, no exclusions, the old record.
   SlurmJob* j = slurm.job(7);
   j->exc_nodes.clear();
