@@ -106,6 +106,17 @@ class PlannerTest : public ::testing::Test {
       if (it->rfind("update", 0) == 0) return *it;
     return "";
   }
+  // slurmctld, killed before it saved job 7's requeue, comes back from its earlier state: the run
+  // as it was (STATE), its restart uncounted, none of safed's update.
+  SlurmJob* slurmctld_forgets_the_requeue(SlurmJobState state) {
+    SlurmJob* j = slurm.job(7);
+    j->state = state;
+    j->restart_count = 0;
+    j->start_time = 950;
+    j->exc_nodes.clear();
+    j->admin_comment = kMeta;
+    return j;
+  }
   // Job 7 on n[1-2] fails over for a GPU fault on n2: signal, checkpoint, requeue, update. The
   // update's call, as FakeSlurm records it.
   std::string fail_over_on_a_gpu_fault() {
@@ -369,12 +380,8 @@ TEST_F(PlannerTest, ARequeueSlurmctldLostIsMadeAgainAndTheJobRequeuedOnce) {
   files.checkpoints["/ck/1"] = now;  // the checkpoint on the signal
   run_for(1);
   ASSERT_EQ(1, slurm.count("requeue 7"));
-  // slurmctld is killed before it saves the requeue and comes back from its earlier state: the
-  // run goes on as before, its restart uncounted.
-  SlurmJob* j = slurm.job(7);
-  j->state = SlurmJobState::running;
-  j->restart_count = 0;
-  j->start_time = 950;
+  // slurmctld is killed before it saves the requeue: the run goes on as before.
+  SlurmJob* j = slurmctld_forgets_the_requeue(SlurmJobState::running);
   run_for(1);
   EXPECT_EQ(2, slurm.count("requeue 7")) << "requeued again";
   run_for(1);
@@ -390,13 +397,8 @@ TEST_F(PlannerTest, ARequeueSlurmctldLostIsMadeAgainAndTheJobRequeuedOnce) {
 
 TEST_F(PlannerTest, ARequeueAndRestartSlurmctldLostAreMadeAgain) {
   const std::string restart = fail_over_on_a_gpu_fault();
-  // slurmctld is killed before it saves either, and comes back from its earlier state.
-  SlurmJob* j = slurm.job(7);
-  j->state = SlurmJobState::running;
-  j->restart_count = 0;
-  j->start_time = 950;
-  j->exc_nodes.clear();
-  j->admin_comment = kMeta;
+  // slurmctld is killed before it saves either.
+  SlurmJob* j = slurmctld_forgets_the_requeue(SlurmJobState::running);
   run_for(1);
   EXPECT_EQ(2, slurm.count("requeue 7")) << "requeued again";
   run_for(1);
@@ -441,10 +443,7 @@ TEST_F(PlannerTest, ALostRequeueOfAJobThatHadEndedIsMadeAgain) {
   run_for(1);
   ASSERT_EQ(1, slurm.count("update 7 exc="));
   // slurmctld comes back from before the requeue: the job FAILED, its restart uncounted.
-  SlurmJob* j = slurm.job(7);
-  j->state = SlurmJobState::failed;
-  j->restart_count = 0;
-  j->admin_comment = kMeta;
+  slurmctld_forgets_the_requeue(SlurmJobState::failed);
   run_for(1);
   EXPECT_EQ(2, slurm.count("requeue 7"));
   run_for(1);
