@@ -36,7 +36,7 @@ PACKAGES=(
   libyaml-dev libjansson-dev libhwloc-dev librocm-smi-dev libcurl4-openssl-dev libspdlog-dev
   libboost-program-options-dev libsqlite3-dev libmicrohttpd-dev libjwt-dev libssl-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev jq wrk procps iproute2 util-linux shellcheck curl python3 openssl
+  libgtest-dev libgmock-dev jq wrk procps iproute2 util-linux libfaketime shellcheck curl python3 openssl
 )
 release_packages() {
   local codename

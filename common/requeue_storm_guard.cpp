@@ -20,6 +20,11 @@ void FailoverRateLimiter::expire(long long now) {
   }
 }
 
+void FailoverRateLimiter::shift_clock(long long delta) {
+  for (auto& m : made_) m.time += delta;
+  for (auto& [tenant, when] : asked_) when += delta;
+}
+
 int FailoverRateLimiter::tenant_share(long long now) {
   expire(now);
   std::set<std::string> tenants;

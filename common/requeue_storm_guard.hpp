@@ -29,6 +29,8 @@ class FailoverRateLimiter {
   // Records a failover made earlier (e.g. read back from the state store after a restart).
   void record(long long when, const std::string& tenant, bool node_fault);
   int used(long long now);  // failovers of every cause in the window
+  // The system clock stepped by `delta` seconds: the window keeps the failovers it held.
+  void shift_clock(long long delta);
   int limit() const { return per_minute_; }
   // The most failovers of user-caused kind one tenant may make in a window at `now`.
   int tenant_share(long long now);

@@ -16,6 +16,8 @@
 
 #include "common/json_utf8.hpp"
 #include "common/json_value.hpp"
+#include "common/result.hpp"
+#include "common/unique_fd.hpp"
 #include "healthcheck/host_checks.hpp"
 #include "healthcheck/hwloc_numa.hpp"
 #include "healthcheck/kmsg_check.hpp"
@@ -39,30 +41,48 @@ bool make_dirs(const std::string& path) {
   return true;
 }
 
-bool write_atomically(const std::string& path, const std::string& text) {
+// The old file stays whole when the new one cannot be written (a full disk): a new name, then a
+// rename. A partial new file is removed, not left to use up what space is left.
+Status write_atomically(const std::string& path, const std::string& text) {
   std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    if (!out.flush()) return false;
+  UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (!fd) return Error{tmp + ": " + std::strerror(errno)};
+  for (std::size_t done = 0; done < text.size();) {
+    ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      std::string why = tmp + ": " + std::strerror(n < 0 ? errno : ENOSPC);
+      unlink(tmp.c_str());
+      return Error{why};
+    }
+    done += static_cast<std::size_t>(n);
   }
-  return rename(tmp.c_str(), path.c_str()) == 0;
+  if (close(fd.release()) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string why = path + ": " + std::strerror(errno);
+    unlink(tmp.c_str());
+    return Error{why};
+  }
+  return ok_status();
 }
 
 // One instance per node at a time (NHC issue #104): an flock the kernel drops when we exit.
 class RunLock {
  public:
   explicit RunLock(const std::string& path) : fd_(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    if (fd_ < 0) open_error_ = path + ": " + std::strerror(errno);
     held_ = fd_ >= 0 && flock(fd_, LOCK_EX | LOCK_NB) == 0;
   }
   ~RunLock() {
     if (fd_ >= 0) close(fd_);
   }
   bool held() const { return held_; }
+  // Why the lock file could not be opened (a read-only state directory); "" when it could.
+  const std::string& open_error() const { return open_error_; }
 
  private:
   int fd_;
   bool held_ = false;
+  std::string open_error_;
 };
 
 Results unknown_results(std::initializer_list<const char*> names, Severity severity, bool urgent, const std::string& why) {
@@ -95,7 +115,9 @@ RunReport run_health_once(const RunOptions& o, ProcessRunner& runner, SlurmNodeC
   if (!lock.held()) {
     report.status = "not-run";
     report.exit_code = kExitNotRun;
-    report.error = "another run for " + o.node + " is in progress (" + base + ".lock)";
+    report.error = lock.open_error().empty()
+                       ? "another run for " + o.node + " is in progress (" + base + ".lock)"
+                       : "cannot open its lock file " + lock.open_error() + " (check health.state_dir)";
     return report;
   }
   HealthHistory history;
@@ -240,8 +262,11 @@ RunReport run_health_once(const RunOptions& o, ProcessRunner& runner, SlurmNodeC
     report.status = "healthy";
   }
   report.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
-  write_atomically(base + ".json", to_json(history));
-  write_atomically(base + ".last.json", report_json(report));
+  Status saved = write_atomically(base + ".json", to_json(history));
+  if (!saved) report.state_error = saved.error();
+  // The report of the run goes on: a history that cannot be saved is no fault of the node.
+  if (Status written = write_atomically(base + ".last.json", report_json(report)); saved && !written)
+    report.state_error = written.error();
   return report;
 }
 
@@ -261,6 +286,9 @@ std::string summary_line(const RunReport& r) {
   for (const auto& c : r.results)
     if (c.status == CheckStatus::fail) problems.push_back(std::string(to_string(c.severity)) + " " + c.check + ": " + c.detail);
   for (const auto& p : problems) s << "; " << p;
+  if (!r.state_error.empty())
+    s << "; history not saved: " << r.state_error
+      << " (its fault and recovery counts do not advance until health.state_dir takes writes)";
   if (r.decision.action != NodeAction::none) {
     s << "; " << to_string(r.decision.action) << (r.decision.reason.empty() ? "" : " \"" + r.decision.reason + "\"");
     if (!r.action_ok) s << " FAILED: " << r.action_error << " (check SLURM_CONF and that slurmctld answers)";
@@ -281,6 +309,7 @@ std::string report_json(const RunReport& r) {
   json_object_set_new(root, "gpu_backend", json_utf8(r.gpu_backend));
   json_object_set_new(root, "startup_run", json_boolean(r.startup_run));
   if (!r.error.empty()) json_object_set_new(root, "error", json_utf8(r.error));
+  if (!r.state_error.empty()) json_object_set_new(root, "state_error", json_utf8(r.state_error));
   json_t* checks = json_array();
   for (const auto& c : r.results) {
     json_t* o = json_object();

@@ -50,6 +50,10 @@ struct RunReport {
   std::string status;  // healthy | suspect | failing | unhealthy | not-run
   int exit_code = kExitHealthy;
   std::string error;   // why the run did not happen (exit 4)
+  // Why the run's history (and this report) could not be saved under health.state_dir (a full
+  // or read-only disk): the run acted as usual, but its counts toward a drain or a resume did
+  // not advance; "" when saved.
+  std::string state_error;
 };
 
 RunReport run_health_once(const RunOptions& options, ProcessRunner& runner, SlurmNodeControl& slurm);

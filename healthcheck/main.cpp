@@ -39,9 +39,11 @@ void print(const safe::RunReport& report, bool json) {
   if (json) std::cout << safe::report_json(report);
   else std::cout << safe::summary_line(report) << "\n";
   std::cout.flush();
-  // slurmd discards HealthCheckProgram's output: whatever changes the node also goes to syslog.
-  if (report.decision.action != safe::NodeAction::none || !report.action_ok)
-    syslog(report.action_ok ? LOG_WARNING : LOG_ERR, "%s", safe::summary_line(report).c_str());
+  // slurmd discards HealthCheckProgram's output: whatever changes the node, and a history that
+  // cannot be saved, also goes to syslog.
+  if (report.decision.action != safe::NodeAction::none || !report.action_ok || !report.state_error.empty())
+    syslog(report.action_ok && report.state_error.empty() ? LOG_WARNING : LOG_ERR, "%s",
+           safe::summary_line(report).c_str());
 }
 
 // The agent's NVML XID listener: a critical XID wakes the loop for an immediate run (the kernel

@@ -32,18 +32,17 @@ std::vector<ProbeTarget> DeadNodeDetector::targets(const FailoverPlanner& planne
 }
 
 void DeadNodeDetector::apply(const std::vector<ProbeResult>& results, const FailoverPlanner& planner,
-                             const LivenessPolicy& policy, long long now_ms) {
+                             const LivenessPolicy& policy, long long steady_ms, long long now_s) {
   std::unordered_map<std::string, SlurmdLiveness> next;
   for (const ProbeResult& r : results) {
     auto old = liveness_.find(r.node);
-    next[r.node] = after_probe(old == liveness_.end() ? SlurmdLiveness{} : old->second, r, now_ms);
+    next[r.node] = after_probe(old == liveness_.end() ? SlurmdLiveness{} : old->second, r, steady_ms);
   }
   liveness_ = std::move(next);
-  long long now_s = now_ms / 1000;
   for (auto& [name, s] : liveness_) {
     const SlurmNode* node = planner.node(name);
     if (!node) continue;
-    std::string reason = s.failures > 0 ? unreachable_reason(s, now_ms) : "";  // before judging resets the count
+    std::string reason = s.failures > 0 ? unreachable_reason(s, steady_ms) : "";  // before judging resets the count
     switch (judge_liveness(s, *node, policy)) {
       case LivenessAction::none: break;
       case LivenessAction::set_down: {

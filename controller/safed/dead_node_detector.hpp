@@ -28,8 +28,10 @@ class DeadNodeDetector {
 
   // One round of results: updates the records (nodes not probed this round are forgotten) and
   // acts on the planner's latest node view.
+  // `steady_ms` times the probes (a run of failures lasts as long as it lasted, whatever the
+  // system clock did); `now_s`, the wall clock, dates the actions.
   void apply(const std::vector<ProbeResult>& results, const FailoverPlanner& planner, const LivenessPolicy& policy,
-             long long now_ms);
+             long long steady_ms, long long now_s);
 
   const std::unordered_map<std::string, SlurmdLiveness>& liveness() const { return liveness_; }
   // The nodes whose latest probe failed (for the planner: FailoverPlanner::set_unanswered_nodes).

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 namespace safe {
 
@@ -24,6 +25,7 @@ struct DeadlineReader::Shared {
     bool stuck = false;    // running past its deadline
     bool urgent = false;
     bool retry = false;    // the last answer was a queued read's timeout: read again when asked
+    bool stale = false;    // the read under way started before a clock step: its answer is dropped
     unsigned long long seq = 0;  // of the read in flight
     SteadyClock::time_point queued_since, running_since, last_asked;
   };
@@ -72,7 +74,7 @@ struct DeadlineReader::Shared {
       if (it != entries.end() && it->second.seq == task.seq) {
         was_stuck = it->second.stuck;
         it->second.running = it->second.stuck = false;
-        it->second.answer = Answer{started, false, std::move(value)};
+        if (!std::exchange(it->second.stale, false)) it->second.answer = Answer{started, false, std::move(value)};
       }
       if (was_stuck) {
         --stuck;
@@ -186,6 +188,14 @@ void DeadlineReader::forget_idle(std::chrono::seconds idle) {
     const auto& e = it->second;
     if (!e.queued && !e.running && now - e.last_asked > idle) it = s.entries.erase(it);
     else ++it;
+  }
+}
+
+void DeadlineReader::drop_answers() {
+  std::lock_guard lock(shared_->mutex);
+  for (auto& [key, e] : shared_->entries) {
+    e.answer.reset();
+    e.stale = e.running;
   }
 }
 

@@ -56,6 +56,10 @@ class DeadlineReader {
   // Drops what is known about keys not asked for in the last `idle`.
   void forget_idle(std::chrono::seconds idle);
 
+  // The clock stepped: every answer's time is on the old clock (and one of a read under way may
+  // be), so none of them can tell fresh from stale. Forgets them all; the next asks read again.
+  void drop_answers();
+
   struct Stats {
     long long reads = 0, timeouts = 0;
     int stuck = 0;    // workers blocked past a deadline right now

@@ -300,6 +300,8 @@ void FailoverPlanner::start_failover(TrackedJob& t, const SlurmJob& job, const J
   long long last_requeue = 0;
   for (const auto& prev : store_.failovers(key))
     if (prev.phase == FailoverPhase::done) last_requeue = std::max(last_requeue, prev.requeue_time);
+  // A requeue "after now" was made before the clock stepped back: the backoff counts from now.
+  last_requeue = std::min(last_requeue, now);
   const auto& fc = config_.failover;
   f.not_before = last_requeue + failover_backoff_s(t.record.retries_used, fc.backoff_initial_s, fc.backoff_max_s);
   f.requeue_time = by_slurm ? now : 0;

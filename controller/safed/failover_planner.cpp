@@ -129,6 +129,31 @@ void FailoverPlanner::reconcile(const std::vector<SlurmJob>& jobs, const std::ve
   }
 }
 
+void FailoverPlanner::shift_clock(long long delta) {
+  auto move = [delta](long long& time) {
+    if (time) time += delta;
+  };
+  for (auto& [id, t] : jobs_) {
+    move(t.last_progress);
+    move(t.bad_node_seen);  // these two bound reads' times, which are on the new clock from now
+    move(t.ended_seen);
+    // Not signal_sent_ns: it is compared with checkpoints' mtimes, which are on the clock they were
+    // written by. Left alone, a step back only hides a checkpoint the job finishes after it (the
+    // grace period runs out in full); moved back, every checkpoint of the hour before the signal
+    // would pass for the one it asked for.
+  }
+  limiter_.shift_clock(delta);
+  store_.begin();
+  for (auto& [key, f] : open_) {
+    move(f.fault_time);  // the MTTR stays the time it really took
+    move(f.signal_time);
+    move(f.requeue_time);
+    move(f.not_before);
+    store_.put_failover(f);
+  }
+  store_.commit();
+}
+
 void FailoverPlanner::finish_gone(TrackedJob& t, long long now) {
   if (t.record.end_time == 0 && t.seen) {
     t.record.end_time = now;

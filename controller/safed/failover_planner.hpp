@@ -102,6 +102,11 @@ class FailoverPlanner {
   // treats them like nodes Slurm flags as not responding.
   void set_unanswered_nodes(std::unordered_set<std::string> nodes) { unanswered_ = std::move(nodes); }
 
+  // The system clock stepped by `delta` seconds (ClockStepWatch): moves the starting points of the
+  // running timers with it (an open failover's times, a job's hang clock, the rate limit's
+  // window), so that each lasts as long as it would have. What is over keeps its times.
+  void shift_clock(long long delta);
+
   // Ends a quarantine (safectl node release): resumes the node and records it.
   Status release_node(const std::string& node, long long now);
 

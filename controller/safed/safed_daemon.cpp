@@ -1,11 +1,13 @@
 #include "controller/safed/safed_daemon.hpp"
 
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "common/authenticator.hpp"
@@ -13,6 +15,7 @@
 #include "common/job_user.hpp"
 #include "common/slurm/libslurm.hpp"
 #include "common/user_directory.hpp"
+#include "controller/safed/clock_step.hpp"
 #include "controller/safed/cluster_shape_publisher.hpp"
 #include "controller/safed/controller_api.hpp"
 #include "controller/safed/dead_node_detector.hpp"
@@ -27,6 +30,16 @@ namespace safe {
 namespace {
 
 long long now_s() { return static_cast<long long>(std::time(nullptr)); }
+
+// For the periodic chores: intervals that a step of the system clock must not stretch or skip.
+long long steady_s() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+long long steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 long long wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -69,6 +82,7 @@ class Safed {
   void probe_loop();
   void reload_config();
   void reconcile_pass();
+  void watch_clock();
   void publish_shape(long long now, const std::vector<SlurmNode>& nodes);
   void read_licenses();
   void read_credential_lifetime();
@@ -102,7 +116,11 @@ class Safed {
   std::mutex mutex_;       // guards planner_, detector_, health_, store_, and every libslurm call
   std::mutex read_mutex_;  // read_store_'s one connection, shared by the API's workers
   int failures_ = 0;       // Slurm reads failed in a row
-  long long licenses_at_ = 0, pruned_at_ = 0, shape_at_ = 0, credential_at_ = 0;
+  // When each chore last ran, in steady_s() seconds; nullopt: not yet.
+  std::optional<long long> licenses_at_, pruned_at_, shape_at_, credential_at_;
+  ClockStepWatch clock_watch_;
+  std::string pass_error_;  // the last failed pass's error, logged once while it repeats
+  long long failed_passes_ = 0;  // in a row
   std::string shape_error_, licenses_error_, credential_error_;  // the last ones logged: each is logged once
   std::chrono::steady_clock::time_point next_pass_ = std::chrono::steady_clock::now();
 };
@@ -161,7 +179,7 @@ void Safed::probe_loop() {
       auto results = probe_slurmds(targets, probe.timeout_ms, probe.max_in_flight);
       std::lock_guard lock(mutex_);
       try {
-        detector_.apply(results, *planner_, {probe.failures, 2}, wall_ms());
+        detector_.apply(results, *planner_, {probe.failures, 2}, steady_ms(), now_s());
       } catch (const std::exception& e) {
         log_line(std::string("safed: slurmd probe round failed: ") + e.what());
       }
@@ -183,6 +201,23 @@ void Safed::sleep_until(std::chrono::steady_clock::time_point until) const {
         std::chrono::milliseconds(50), until - std::chrono::steady_clock::now()));
 }
 
+// A step of the system clock moves the planner's running timers with it and drops the readers'
+// answers, whose times are on the old clock.
+void Safed::watch_clock() {
+  long long step = clock_watch_.observe(wall_ms(), steady_ms());
+  if (!step) return;
+  log_line("safed: the system clock stepped " + std::string(step > 0 ? "forward " : "back ") +
+           std::to_string(std::llabs(step)) + " s; running timers (grace periods, hang timeouts, backoffs, the "
+           "failover rate limit) move with it, records keep the times they were made at");
+  user_reader_.drop_answers();
+  evidence_reader_.drop_answers();
+  try {
+    planner_->shift_clock(step);
+  } catch (const std::exception& e) {
+    log_line(std::string("safed: could not record the open failovers' moved times: ") + e.what());
+  }
+}
+
 void Safed::reload_config() {
   ConfigResult fresh = load_config_file(settings_.config_path);
   std::lock_guard lock(mutex_);
@@ -200,6 +235,7 @@ void Safed::reload_config() {
 void Safed::reconcile_pass() {
   std::lock_guard lock(mutex_);
   auto t0 = std::chrono::steady_clock::now();
+  watch_clock();
   auto nodes = slurm_->load_nodes();
   auto jobs = nodes ? slurm_->load_jobs() : Result<std::vector<SlurmJob>>(Error{nodes.error()});
   if (!nodes || !jobs) {
@@ -218,36 +254,45 @@ void Safed::reconcile_pass() {
   health_.slurm_ok = true;
   health_.slurm_error.clear();
   long long now = now_s();
+  long long tick = steady_s();
+  auto due = [tick](std::optional<long long>& last, long long every_s) {
+    if (last && tick - *last < every_s) return false;
+    last = tick;
+    return true;
+  };
   // Read again now and then: `scontrol reconfigure` may change it.
-  if (now - credential_at_ >= 60) {
-    read_credential_lifetime();
-    credential_at_ = now;
-  }
+  if (due(credential_at_, 60)) read_credential_lifetime();
   try {
     planner_->reconcile(*jobs, *nodes, now);
     ++health_.passes;  // a pass rolled back is none: tests count passes in which safed could act
+    if (failed_passes_)
+      log_line("safed: reconcile passes succeed again after " + std::to_string(failed_passes_) +
+               " failed; going on from the state store");
+    failed_passes_ = 0;
+    pass_error_.clear();
   } catch (const std::exception& e) {
-    // The pass was rolled back: start again from the store, as after a crash of safed.
-    log_line(std::string("safed: reconcile pass failed: ") + e.what() + "; reloading the state store");
-    for (const auto& line : planner_->take_log()) log_line(line);
+    // The pass was rolled back: start again from the store, as after a crash of safed. Nothing
+    // the pass had not recorded was done (each action waits for its record's commit), so a store
+    // that cannot be written (a full disk) holds every action back until it can.
+    ++failed_passes_;
+    ++health_.failed_passes;
+    std::string error = e.what();
+    if (error != pass_error_)
+      log_line("safed: reconcile pass failed: " + error + "; safed takes no action it cannot record and retries every "
+               "pass (logged once while the error repeats)" +
+               (error.find("disk is full") != std::string::npos ? "; free space under " + settings_.state_dir : ""));
+    pass_error_ = error;
+    for (const auto& line : planner_->take_log())
+      if (failed_passes_ == 1) log_line(line);
     try {
       planner_ = make_planner(planner_->config());
     } catch (const std::exception& reload) {
       log_line(std::string("safed: cannot reload the state store: ") + reload.what());
     }
   }
-  if (now - pruned_at_ >= 3600) {
-    prune(now);
-    pruned_at_ = now;
-  }
-  if (now - shape_at_ >= 10) {
-    publish_shape(now, *nodes);
-    shape_at_ = now;
-  }
-  if (now - licenses_at_ >= 10) {
-    read_licenses();
-    licenses_at_ = now;
-  }
+  if (due(pruned_at_, 3600)) prune(now);
+  if (due(shape_at_, 10)) publish_shape(now, *nodes);
+  if (due(licenses_at_, 10)) read_licenses();
   health_.last_pass = now;
   health_.last_pass_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   for (const auto& line : planner_->take_log()) log_line(line);

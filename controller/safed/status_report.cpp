@@ -80,6 +80,9 @@ std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& hea
   m << "# HELP safe_reconcile_passes_total Reconcile passes completed since safed started.\n"
        "# TYPE safe_reconcile_passes_total counter\n"
     << "safe_reconcile_passes_total " << health.passes << "\n";
+  m << "# HELP safe_reconcile_failed_passes_total Reconcile passes rolled back (an error, or a state store that cannot be written: no action is taken then).\n"
+       "# TYPE safe_reconcile_failed_passes_total counter\n"
+    << "safe_reconcile_failed_passes_total " << health.failed_passes << "\n";
   m << "# HELP safe_slurmd_probe_targets Nodes whose slurmd the last probe round checked.\n"
        "# TYPE safe_slurmd_probe_targets gauge\n"
     << "safe_slurmd_probe_targets " << health.probe_targets << "\n"

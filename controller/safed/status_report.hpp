@@ -15,6 +15,7 @@ struct ControllerHealth {
   long long last_pass = 0;      // unix time of the last complete reconcile pass
   double last_pass_ms = 0;
   long long passes = 0;         // complete reconcile passes since start (tests count passes, not seconds)
+  long long failed_passes = 0;  // passes rolled back (an error, a state store that cannot be written)
   bool slurm_ok = false;
   std::string slurm_error;
   std::vector<SlurmLicense> licenses;

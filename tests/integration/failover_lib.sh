@@ -134,3 +134,16 @@ down_leaves_no_network() {
     done
     ! ip -o -4 addr show | grep -q " $subnet\." || fail "an address in $subnet.0/24 is left after down"
 }
+
+# safed_pid: the safed of the cluster in use. stop_safed: stops it (SIGTERM: it closes its store)
+# and keeps its command line in safed_cmd, for a test to start it again as it needs.
+safed_pid() { cluster_pids_of "$SAFE_CLUSTER_DIR" safed | head -n1; }
+stop_safed() {
+    local pid
+    pid=$(safed_pid)
+    [[ -n $pid ]] || fail "no safed running for $SAFE_CLUSTER_DIR"
+    # shellcheck disable=SC2034  # for the tests that source this file
+    mapfile -d '' -t safed_cmd <"/proc/$pid/cmdline"
+    kill "$pid"
+    wait_for "[[ -z \$(safed_pid) ]]" 10
+}

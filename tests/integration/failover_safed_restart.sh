@@ -11,7 +11,6 @@ set -euo pipefail
 (($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
 use_cluster "$1"
 
-safed_pid() { cluster_pids_of "$SAFE_CLUSTER_DIR" safed | head -n1; }
 pid=$(safed_pid)
 [[ -n $pid ]] || fail "no safed running for $SAFE_CLUSTER_DIR"
 mapfile -d '' -t safed_cmd <"/proc/$pid/cmdline"

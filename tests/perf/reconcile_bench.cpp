@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
   auto results = safe::probe_slurmds(targets, 1000, 256);
   double probe_ms = ms_since(t0);
   t0 = std::chrono::steady_clock::now();
-  detector.apply(results, planner, {3, 2}, now * 1000);
+  detector.apply(results, planner, {3, 2}, now * 1000, now);
   double judge_ms = ms_since(t0);
   std::size_t answered = 0;
   for (const auto& r : results) answered += r.outcome == safe::ProbeOutcome::connected;

@@ -169,5 +169,31 @@ TEST_F(DeadlineReaderTest, AThrowingReadAnswersNothing) {
   EXPECT_FALSE(got->value.has_value());
 }
 
+// A clock step makes every answer's time meaningless: after one back, an answer from before it
+// would pass for fresh for an hour. drop_answers forgets them, and one a read under way brings
+// back too (it may have started on the old clock).
+TEST_F(DeadlineReaderTest, AfterAClockStepNoEarlierAnswerIsGiven) {
+  ASSERT_TRUE(ask("settled", [] { return std::any(1); }));
+  auto gate = std::make_shared<Gate>();
+  std::atomic<bool> started{false};
+  reader.get("under way", 1000, 1000, [gate, &started] {
+    started = true;
+    gate->wait();
+    return std::any(2);
+  }, false);
+  while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  clock = 1000 - 3600;
+  reader.drop_answers();
+  EXPECT_FALSE(reader.get("settled", -2600, -2600, [] { return std::any(3); }, false).has_value())
+      << "the answer from before the step is gone; a new read is queued";
+  gate->release();
+  auto fresh = ask("settled", [] { return std::any(3); }, -2600);
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(3, std::any_cast<int>(fresh->value));
+  auto again = ask("under way", [] { return std::any(4); }, -2600);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(4, std::any_cast<int>(again->value)) << "the read under way at the step was dropped and read again";
+}
+
 }  // namespace
 }  // namespace safe

@@ -59,6 +59,23 @@ class PlannerTest : public ::testing::Test {
     slurm.now = now;
     planner->reconcile(slurm.jobs, slurm.nodes, now);
   }
+  // Job 7 with --safe-hang-timeout=60, 100 bytes in its output /out/7.log.
+  void add_job_with_hang_timeout_60() {
+    add_job(7, "n[1-2]", "safe: retries=0/2 health=standard sig=USR1@5 hang=60 gpus=2");
+    slurm.job(7)->std_out = "/out/%j.log";
+    files.files["/out/7.log"] = {100, 0};
+    pass();
+  }
+  // Job 7 fails with an infrastructure exit code, is failed over and runs again on n[3-4].
+  void fail_over_once_and_run_again() {
+    add_job(7, "n[1-2]");
+    pass();
+    end_job(7, SlurmJobState::failed, 75);
+    run_for(2);
+    ASSERT_EQ(1, slurm.count("requeue 7"));
+    start_again(7, "n[3-4]");
+    run_for(1);
+  }
   // Advances the clock one second at a time, a pass each second.
   void run_for(int seconds) {
     for (int i = 0; i < seconds; ++i) {
@@ -630,18 +647,57 @@ TEST_F(PlannerTest, RateLimitSpreadsAFloodOfFailovers) {
 }
 
 TEST_F(PlannerTest, BackoffDelaysARepeatedFailover) {
-  add_job(7, "n[1-2]");
-  pass();
-  end_job(7, SlurmJobState::failed, 75);
-  run_for(2);
-  ASSERT_EQ(1, slurm.count("requeue 7"));
-  start_again(7, "n[3-4]");
-  run_for(1);
+  fail_over_once_and_run_again();
   end_job(7, SlurmJobState::failed, 75);
   run_for(5);
   EXPECT_EQ(1, slurm.count("requeue 7")) << "second failover waits backoff_initial_s = 10";
   run_for(10);
   EXPECT_EQ(2, slurm.count("requeue 7"));
+}
+
+// The system clock steps (an admin's date -s, NTP's first correction): safed moves its running
+// timers with it (Safed::watch_clock calls shift_clock), so a step forward is not an hour of
+// silence from the job and a step back does not stretch a grace period by an hour.
+TEST_F(PlannerTest, AClockStepForwardIsNoHang) {
+  add_job_with_hang_timeout_60();
+  run_for(30);
+  now += 3600;
+  planner->shift_clock(3600);
+  run_for(20);
+  EXPECT_EQ(0, slurm.count("signal")) << "50 s without output, not 3650";
+  run_for(11);
+  EXPECT_EQ(1, slurm.count("signal 7")) << "a real hang is still found, 60 s after the last output";
+}
+
+TEST_F(PlannerTest, AClockStepBackKeepsTheGracePeriodItsLength) {
+  add_job(7, "n[1-2]");
+  pass();
+  drain("n1", "SaFE: gpu3 lost");
+  run_for(10);
+  ASSERT_EQ(1, slurm.count("signal 7"));
+  now -= 3600;
+  planner->shift_clock(-3600);
+  run_for(19);
+  EXPECT_EQ(0, slurm.count("requeue"));
+  run_for(2);
+  EXPECT_EQ(1, slurm.count("requeue 7")) << "30 s after the signal, not an hour later";
+  start_again(7, "n[3-4]");
+  run_for(1);
+  auto failovers = store.failovers(key(7));
+  ASSERT_EQ(1u, failovers.size());
+  EXPECT_EQ(30, failovers[0].requeue_time - failovers[0].signal_time);
+  EXPECT_EQ(32, failovers[0].running_again_time - failovers[0].fault_time) << "the MTTR is the time it took";
+}
+
+TEST_F(PlannerTest, AClockStepBackDoesNotStretchTheBackoff) {
+  fail_over_once_and_run_again();
+  now -= 3600;
+  planner->shift_clock(-3600);
+  end_job(7, SlurmJobState::failed, 75);
+  run_for(5);
+  EXPECT_EQ(1, slurm.count("requeue 7")) << "the backoff (10 s) still holds";
+  run_for(10);
+  EXPECT_EQ(2, slurm.count("requeue 7")) << "and counts from the step at the latest, not from an hour ahead";
 }
 
 TEST_F(PlannerTest, KeepsTheJobOffNodesItJustLeftOnlyWhenOthersCanHoldIt) {
@@ -691,10 +747,7 @@ TEST_F(PlannerTest, HealthCheckerRedrainOfAQuarantinedNodeKeepsTheQuarantine) {
 }
 
 TEST_F(PlannerTest, HangWithoutOutputGrowthIsRequeuedAsInfraTransient) {
-  add_job(7, "n[1-2]", "safe: retries=0/2 health=standard sig=USR1@5 hang=60 gpus=2");
-  slurm.job(7)->std_out = "/out/%j.log";
-  files.files["/out/7.log"] = {100, 0};
-  pass();
+  add_job_with_hang_timeout_60();
   run_for(30);
   files.files["/out/7.log"] = {200, 0};  // progress
   run_for(40);

@@ -206,6 +206,43 @@ TEST_F(HealthRun, SecondConcurrentRunIsRefused) {
   EXPECT_TRUE(slurm.calls.empty());
 }
 
+// A state directory that takes no writes (here: a directory where the lock file should be, which
+// even root cannot open for writing): the run is refused with the reason, not taken for a second
+// run in progress.
+TEST_F(HealthRun, ALockFileThatCannotBeOpenedIsSaidSo) {
+  std::filesystem::create_directories(options.config.health.state_dir + "/n1.lock");
+  RunReport r = run();
+  EXPECT_EQ(r.exit_code, kExitNotRun);
+  EXPECT_NE(summary_line(r).find("cannot open its lock file " + options.config.health.state_dir + "/n1.lock: Is a directory"),
+            std::string::npos)
+      << summary_line(r);
+}
+
+// A full state disk: the history cannot be saved. The run still acts on what it found (a critical
+// fault drains), says why its counts do not advance, drains nothing on a healthy node, and leaves
+// the saved history whole; once the disk takes writes again the counts go on from it.
+TEST_F(HealthRun, AHistoryThatCannotBeSavedIsSaidSoAndKeptWhole) {
+  const std::string& state = options.config.health.state_dir;
+  inject(3, SimFault::ecc);
+  run();
+  ASSERT_EQ(node().state, "IDLE+DRAIN");
+  inject(3, SimFault::clear);
+  ASSERT_EQ(run().decision.action, NodeAction::none);  // 1 clean run of 3 saved
+  std::filesystem::create_directories(state + "/n1.json.tmp");  // no new history can be written
+  for (int i = 0; i < 3; ++i) {
+    RunReport r = run();
+    EXPECT_EQ(r.decision.action, NodeAction::none) << "no resume on counts it cannot keep: " << summary_line(r);
+    EXPECT_NE(summary_line(r).find("history not saved: " + state + "/n1.json.tmp: Is a directory"), std::string::npos)
+        << summary_line(r);
+  }
+  EXPECT_EQ(slurm.count("drain"), 1) << "nothing more";
+  std::filesystem::remove(state + "/n1.json.tmp");
+  EXPECT_EQ(run().decision.action, NodeAction::none);  // 2 of 3, from the history saved before
+  RunReport resumed = run();
+  EXPECT_EQ(resumed.decision.action, NodeAction::resume) << summary_line(resumed);
+  EXPECT_EQ(resumed.state_error, "");
+}
+
 TEST_F(HealthRun, JsonReportHasEveryCheck) {
   inject(3, SimFault::ecc);
   std::string json = report_json(run());

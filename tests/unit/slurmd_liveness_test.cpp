@@ -252,7 +252,7 @@ TEST(DeadNodeDetector, DownsTheDeadNodeOfARunningSafeJobAndResumesItWhenSlurmdIs
   ASSERT_EQ(2u, targets.size()) << "n3 runs no SaFE job";
   auto round = [&](ProbeOutcome n2, long long ms) {
     detector.apply({{"n1", ProbeOutcome::connected, "10.0.0.1:6818"}, {"n2", n2, "10.0.0.2:6818"}}, planner,
-                   {3, 2}, ms);
+                   {3, 2}, ms, ms / 1000);
   };
   round(ProbeOutcome::refused, 1'001'000);
   round(ProbeOutcome::refused, 1'002'000);
@@ -281,9 +281,9 @@ TEST(DeadNodeDetector, DownsTheDeadNodeOfARunningSafeJobAndResumesItWhenSlurmdIs
   targets = detector.targets(planner);
   ASSERT_EQ(1u, targets.size());
   EXPECT_EQ("n2", targets[0].node);
-  detector.apply({{"n2", ProbeOutcome::connected, "10.0.0.2:6818"}}, planner, {3, 2}, 1'006'000);
+  detector.apply({{"n2", ProbeOutcome::connected, "10.0.0.2:6818"}}, planner, {3, 2}, 1'006'000, 1006);
   EXPECT_EQ(0, slurm.count("resume"));
-  detector.apply({{"n2", ProbeOutcome::connected, "10.0.0.2:6818"}}, planner, {3, 2}, 1'007'000);
+  detector.apply({{"n2", ProbeOutcome::connected, "10.0.0.2:6818"}}, planner, {3, 2}, 1'007'000, 1007);
   EXPECT_EQ(1, slurm.count("resume n2"));
   EXPECT_EQ(1, detector.resumed());
   EXPECT_EQ("node resumed", store.actions({}).back().action);
