@@ -103,6 +103,9 @@ struct SlurmdProbeConfig {
   int interval_ms = 1000;  // 0 = off (Slurm's SlurmdTimeout alone finds dead nodes)
   int timeout_ms = 1000;   // per probe
   int failures = 3;        // consecutive failed probes before safed sets the node DOWN
+  // Refused connections only (the host answers, slurmd is not running: a restart, which waits for
+  // the prologs and epilogs in flight, or a crash with the jobs running on): this long first.
+  int restart_grace_s = 60;
   int max_in_flight = 256; // probes open at once
 };
 

@@ -450,6 +450,7 @@ void read_slurmd_probe(MapScope& s, SlurmdProbeConfig& p) {
   s.integer("interval_ms", p.interval_ms, 0, 60000);
   s.integer("timeout_ms", p.timeout_ms, 50, 10000);
   s.integer("failures", p.failures, 1, 100);
+  s.integer("restart_grace_s", p.restart_grace_s, 0, 3600);
   s.integer("max_in_flight", p.max_in_flight, 1, 10000);
   if (p.interval_ms > 0 && p.interval_ms < 200)
     s.context().error(s.mark_of("interval_ms"),

@@ -39,12 +39,19 @@ void DeadNodeDetector::apply(const std::vector<ProbeResult>& results, const Fail
     next[r.node] = after_probe(old == liveness_.end() ? SlurmdLiveness{} : old->second, r, steady_ms);
   }
   liveness_ = std::move(next);
+  policy_ = policy;
   for (auto& [name, s] : liveness_) {
     const SlurmNode* node = planner.node(name);
     if (!node) continue;
     std::string reason = s.failures > 0 ? unreachable_reason(s, steady_ms) : "";  // before judging resets the count
     switch (judge_liveness(s, *node, policy)) {
       case LivenessAction::none: break;
+      case LivenessAction::restarting:
+        log_.push_back("safed: node " + name + ": slurmd " + s.address +
+                       " refuses connections: not running (restarting, which waits for the prologs and epilogs it "
+                       "runs, or stopped); its jobs run on without it. Set DOWN if it does not serve again within " +
+                       std::to_string(policy.restart_grace_ms / 1000) + " s (controller.slurmd_probe.restart_grace_s)");
+        break;
       case LivenessAction::set_down: {
         std::string err = slurm_.down_node(name, reason).error();
         store_.log_action({now_s, {}, name, "node down", err.empty() ? reason : reason + ": " + err, err.empty()});
@@ -67,7 +74,7 @@ void DeadNodeDetector::apply(const std::vector<ProbeResult>& results, const Fail
 std::unordered_set<std::string> DeadNodeDetector::unanswered() const {
   std::unordered_set<std::string> out;
   for (const auto& [name, s] : liveness_)
-    if (s.last != ProbeOutcome::connected) out.insert(name);
+    if (s.last != ProbeOutcome::connected && !restarting(s, policy_)) out.insert(name);
   return out;
 }
 

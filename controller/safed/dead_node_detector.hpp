@@ -34,7 +34,8 @@ class DeadNodeDetector {
              long long steady_ms, long long now_s);
 
   const std::unordered_map<std::string, SlurmdLiveness>& liveness() const { return liveness_; }
-  // The nodes whose latest probe failed (for the planner: FailoverPlanner::set_unanswered_nodes).
+  // The nodes whose latest probe failed, but for a slurmd taken for restarting (for the planner:
+  // FailoverPlanner::set_unanswered_nodes).
   std::unordered_set<std::string> unanswered() const;
   long long downed() const { return downed_; }    // successful DOWNs so far
   long long resumed() const { return resumed_; }  // successful resumes so far
@@ -48,6 +49,7 @@ class DeadNodeDetector {
   std::unordered_map<std::uint32_t, std::pair<std::string, std::vector<std::string>>> job_nodes_;
   std::unordered_set<std::string> busy_;  // the nodes of job_nodes_
   std::vector<std::string> log_;
+  LivenessPolicy policy_;  // of the last round
   long long downed_ = 0, resumed_ = 0;
 };
 

@@ -179,7 +179,7 @@ void Safed::probe_loop() {
       auto results = probe_slurmds(targets, probe.timeout_ms, probe.max_in_flight);
       std::lock_guard lock(mutex_);
       try {
-        detector_.apply(results, *planner_, {probe.failures, 2}, steady_ms(), now_s());
+        detector_.apply(results, *planner_, {probe.failures, 2, probe.restart_grace_s * 1000LL}, steady_ms(), now_s());
       } catch (const std::exception& e) {
         log_line(std::string("safed: slurmd probe round failed: ") + e.what());
       }

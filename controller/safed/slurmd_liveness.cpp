@@ -31,9 +31,15 @@ SlurmdLiveness after_probe(SlurmdLiveness s, const ProbeResult& r, long long now
   if (r.outcome == ProbeOutcome::connected) {
     s.failures = 0;
     s.first_failure_ms = 0;
+    s.restart_like = s.restart_noted = false;
     ++s.successes;
   } else {
-    if (s.failures == 0) s.first_failure_ms = now_ms;
+    if (s.failures == 0) {
+      s.first_failure_ms = now_ms;
+      s.restart_like = r.outcome == ProbeOutcome::refused;
+      s.restart_noted = false;
+    }
+    s.restart_like = s.restart_like && (r.outcome == ProbeOutcome::refused || r.outcome == ProbeOutcome::silent);
     ++s.failures;
     s.successes = 0;
   }
@@ -45,6 +51,11 @@ LivenessAction judge_liveness(SlurmdLiveness& s, const SlurmNode& node, const Li
   bool ours = out_of_service_by_safe(node);
   if (!ours && !node.state_down) {
     if (s.failures < policy.failures_to_down) return LivenessAction::none;
+    if (restarting(s, policy)) {
+      if (s.restart_noted) return LivenessAction::none;
+      s.restart_noted = true;
+      return LivenessAction::restarting;
+    }
     s.failures = 0;
     s.first_failure_ms = 0;
     return LivenessAction::set_down;
@@ -57,6 +68,10 @@ LivenessAction judge_liveness(SlurmdLiveness& s, const SlurmNode& node, const Li
   // the drain kept it out of service, and it is still SaFE's to lift.
   if (ours && s.successes >= policy.successes_to_return && !node.not_responding) return LivenessAction::resume;
   return LivenessAction::none;
+}
+
+bool restarting(const SlurmdLiveness& s, const LivenessPolicy& policy) {
+  return s.failures > 0 && s.restart_like && s.last_probe_ms - s.first_failure_ms < policy.restart_grace_ms;
 }
 
 bool out_of_service_by_safe(const SlurmNode& node) {

@@ -19,7 +19,8 @@ namespace safe {
 inline constexpr std::string_view kUnreachablePrefix = "SaFE-unreachable:";
 
 // connected: slurmd answered: it accepted the connection, read the probe's end of input and
-// closed its side. refused: nothing listens (slurmd is gone). timed_out: no handshake within the
+// closed its side. refused: the host answers but nothing listens: slurmd is not running (a
+// restart, or a crash; its jobs' steps run on without it). timed_out: no handshake within the
 // timeout (host dead, network partition, or an accept backlog full). silent: the handshake
 // completed (the kernel does that for a listening socket) but slurmd never closed: a slurmd that
 // is stopped or hung. failed: any other error (no route, bad address).
@@ -40,6 +41,12 @@ struct ProbeResult {
 struct LivenessPolicy {
   int failures_to_down = 3;     // consecutive failed probes before safed sets the node DOWN
   int successes_to_return = 2;  // consecutive answered probes before safed resumes a node it downed
+  // A run of failures that looks like a slurmd restart (see SlurmdLiveness::restart_like): the
+  // node is set DOWN only once it has lasted this long. slurmd restarting does not exit before
+  // the prologs and epilogs it runs have ended, and accepts connections before it serves them
+  // (while it runs its startup health check); running jobs survive a restart, and downing the
+  // node would end them.
+  long long restart_grace_ms = 60000;
 };
 
 // What safed remembers of one node's slurmd between probe rounds.
@@ -47,13 +54,20 @@ struct SlurmdLiveness {
   int failures = 0, successes = 0;  // consecutive
   long long first_failure_ms = 0;   // when the current run of failures began
   long long last_probe_ms = 0;
+  // The current run of failures began with a refused connection (the host up, slurmd not
+  // running) and the host has answered every probe since: refused, or accepted but not yet
+  // served (a slurmd starting up). A probe the host does not answer at all ends it.
+  bool restart_like = false;
+  bool restart_noted = false;  // the run was taken for a restart (logged once)
   ProbeOutcome last = ProbeOutcome::connected;
   std::string address;
 };
 
 SlurmdLiveness after_probe(SlurmdLiveness s, const ProbeResult& r, long long now_ms);
 
-enum class LivenessAction { none, set_down, resume };
+// restarting: the node has failed enough probes to be downed, all of them refused: slurmd is
+// taken for restarting and given the policy's restart grace (said once per run of failures).
+enum class LivenessAction { none, set_down, resume, restarting };
 
 // What Slurm's latest view and the probe record call for. Never touches a quarantined node, never
 // downs a node Slurm already has DOWN, and resumes only nodes that carry the controller's
@@ -62,6 +76,11 @@ enum class LivenessAction { none, set_down, resume };
 // service, and each DOWN starts a fresh count: a node Slurm returns to service itself
 // (ReturnToService=2) is never downed again for the failures that downed it.
 LivenessAction judge_liveness(SlurmdLiveness& s, const SlurmNode& node, const LivenessPolicy& policy);
+
+// True while the record's failures look like a restart and are within the restart grace: the node
+// is not taken for unanswering (a failover leaves it to Slurm, which ends the job there once
+// slurmd is back).
+bool restarting(const SlurmdLiveness& s, const LivenessPolicy& policy);
 
 // "SaFE-unreachable: slurmd 10.0.0.4:6818 connection refused x3 over 2.0 s"
 std::string unreachable_reason(const SlurmdLiveness& s, long long now_ms);

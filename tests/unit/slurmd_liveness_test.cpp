@@ -49,6 +49,56 @@ TEST(SlurmdLiveness, ConsecutiveFailuresSetTheNodeDownOnce) {
   EXPECT_EQ(LivenessAction::none, judge_liveness(s, n, policy));
 }
 
+// Refused connections only: the host is up and slurmd is not running. slurmd restarting waits for
+// the prologs and epilogs it runs before it exits, and running jobs survive the restart: the
+// node gets the restart grace, said once, before it is set DOWN. A host that falls silent
+// meanwhile is down at once.
+TEST(SlurmdLiveness, RefusedOnlyIsARestartGivenItsGrace) {
+  LivenessPolicy policy{3, 2, 60000};
+  SlurmdLiveness s;
+  SlurmNode n = up_node();
+  s = after_probe(s, probe(ProbeOutcome::refused), 1000);
+  s = after_probe(s, probe(ProbeOutcome::refused), 2000);
+  EXPECT_EQ(LivenessAction::none, judge_liveness(s, n, policy));
+  s = after_probe(s, probe(ProbeOutcome::refused), 3000);
+  EXPECT_EQ(LivenessAction::restarting, judge_liveness(s, n, policy));
+  EXPECT_TRUE(restarting(s, policy));
+  for (long long ms = 4000; ms < 61000; ms += 1000) {
+    s = after_probe(s, probe(ProbeOutcome::refused), ms);
+    ASSERT_EQ(LivenessAction::none, judge_liveness(s, n, policy)) << "said once, at " << ms;
+  }
+  s = after_probe(s, probe(ProbeOutcome::refused), 61000);
+  EXPECT_FALSE(restarting(s, policy));
+  EXPECT_EQ("SaFE-unreachable: slurmd 10.0.0.2:6818 connection refused x61 over 60.0 s", unreachable_reason(s, 61000));
+  EXPECT_EQ(LivenessAction::set_down, judge_liveness(s, n, policy));
+
+  SlurmdLiveness starting;  // the new slurmd listens, but serves only after its startup health check
+  for (long long ms : {1000, 2000, 3000}) starting = after_probe(starting, probe(ProbeOutcome::refused), ms);
+  EXPECT_EQ(LivenessAction::restarting, judge_liveness(starting, n, policy));
+  for (long long ms : {4000, 5000, 6000, 7000}) starting = after_probe(starting, probe(ProbeOutcome::silent), ms);
+  EXPECT_EQ(LivenessAction::none, judge_liveness(starting, n, policy)) << "a slurmd starting up";
+  starting = after_probe(starting, probe(ProbeOutcome::timed_out), 8000);
+  EXPECT_FALSE(restarting(starting, policy));
+  EXPECT_EQ(LivenessAction::set_down, judge_liveness(starting, n, policy)) << "the host itself stopped answering";
+
+  SlurmdLiveness hung;  // slurmd stopped or hung from the start (a freeze): no restart
+  for (long long ms : {1000, 2000}) hung = after_probe(hung, probe(ProbeOutcome::silent), ms);
+  hung = after_probe(hung, probe(ProbeOutcome::refused), 3000);
+  EXPECT_EQ(LivenessAction::set_down, judge_liveness(hung, n, policy));
+
+  SlurmdLiveness back;
+  for (long long ms : {1000, 2000, 3000}) back = after_probe(back, probe(ProbeOutcome::refused), ms);
+  EXPECT_EQ(LivenessAction::restarting, judge_liveness(back, n, policy));
+  back = after_probe(back, probe(ProbeOutcome::connected), 4000);
+  for (long long ms : {5000, 6000, 7000}) back = after_probe(back, probe(ProbeOutcome::refused), ms);
+  EXPECT_EQ(LivenessAction::restarting, judge_liveness(back, n, policy)) << "a new restart, said again";
+
+  LivenessPolicy no_grace{3, 2, 0};
+  SlurmdLiveness gone;
+  for (long long ms : {1000, 2000, 3000}) gone = after_probe(gone, probe(ProbeOutcome::refused), ms);
+  EXPECT_EQ(LivenessAction::set_down, judge_liveness(gone, n, no_grace)) << "restart_grace_s: 0";
+}
+
 TEST(SlurmdLiveness, AnAnsweredProbeStartsTheCountAgain) {
   LivenessPolicy policy{3, 2};
   SlurmdLiveness s;
@@ -254,13 +304,23 @@ TEST(DeadNodeDetector, DownsTheDeadNodeOfARunningSafeJobAndResumesItWhenSlurmdIs
     detector.apply({{"n1", ProbeOutcome::connected, "10.0.0.1:6818"}, {"n2", n2, "10.0.0.2:6818"}}, planner,
                    {3, 2}, ms, ms / 1000);
   };
-  round(ProbeOutcome::refused, 1'001'000);
-  round(ProbeOutcome::refused, 1'002'000);
+  // slurmd restarting (refused connections, the host answers): its grace, said once.
+  for (long long ms = 991'000; ms <= 996'000; ms += 1000) round(ProbeOutcome::refused, ms);
   EXPECT_EQ(0, slurm.count("down"));
-  round(ProbeOutcome::refused, 1'003'000);
-  ASSERT_EQ(1, slurm.count("down n2 SaFE-unreachable: slurmd 10.0.0.2:6818 connection refused x3 over 2.0 s"));
+  EXPECT_TRUE(detector.unanswered().empty()) << "a restarting slurmd is not taken for a silent node";
+  auto lines = detector.take_log();
+  ASSERT_EQ(1u, lines.size());
+  EXPECT_NE(std::string::npos, lines[0].find("node n2: slurmd 10.0.0.2:6818 refuses connections: not running")) << lines[0];
+  round(ProbeOutcome::connected, 997'000);
+  // The host dead (no answer).
+  round(ProbeOutcome::timed_out, 1'001'000);
+  round(ProbeOutcome::timed_out, 1'002'000);
+  EXPECT_EQ(1u, detector.unanswered().count("n2"));
+  EXPECT_EQ(0, slurm.count("down"));
+  round(ProbeOutcome::timed_out, 1'003'000);
+  ASSERT_EQ(1, slurm.count("down n2 SaFE-unreachable: slurmd 10.0.0.2:6818 no answer x3 over 2.0 s"));
   EXPECT_EQ(0, slurm.count("down n1"));
-  round(ProbeOutcome::refused, 1'004'000);
+  round(ProbeOutcome::timed_out, 1'004'000);
   EXPECT_EQ(1, slurm.count("down")) << "once";
   EXPECT_EQ(1, detector.downed());
   auto actions = store.actions({});
@@ -273,7 +333,7 @@ TEST(DeadNodeDetector, DownsTheDeadNodeOfARunningSafeJobAndResumesItWhenSlurmdIs
   auto faults = store.node_faults("n2", 0);
   ASSERT_EQ(1u, faults.size());
   EXPECT_EQ("down", faults[0].kind);
-  EXPECT_NE(std::string::npos, faults[0].detail.find("slurmd 10.0.0.2:6818 connection refused x3"));
+  EXPECT_NE(std::string::npos, faults[0].detail.find("slurmd 10.0.0.2:6818 no answer x3"));
 
   // The job ended; n2 stays watched as long as it carries SaFE's reason, and comes back.
   slurm.jobs.clear();
