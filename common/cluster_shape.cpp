@@ -3,6 +3,7 @@
 #include <jansson.h>
 
 #include <charconv>
+#include <limits>
 
 #include "common/json_value.hpp"
 
@@ -82,8 +83,10 @@ int gpus_in_node_gres(std::string_view gres) {
     std::string_view count = entry.substr(entry.rfind(':') + 1);
     int n = 0;
     auto [p, ec] = std::from_chars(count.data(), count.data() + count.size(), n);
-    if (ec == std::errc() && p == count.data() + count.size() && entry.find(':') != std::string_view::npos) total += n;
-    else if (entry == "gpu") total += 1;
+    bool counted = ec == std::errc() && p == count.data() + count.size() && entry.find(':') != std::string_view::npos;
+    if (counted && n < 0) continue;  // "gpu:-8" is no count: a sum that went down would undercount the cluster
+    int add = counted ? n : entry == "gpu" ? 1 : 0;
+    total = add > std::numeric_limits<int>::max() - total ? std::numeric_limits<int>::max() : total + add;
   }
   return total;
 }
