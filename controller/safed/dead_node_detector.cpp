@@ -28,7 +28,7 @@ std::vector<ProbeTarget> DeadNodeDetector::targets(const FailoverPlanner& planne
     busy_.clear();
     for (const auto& [id, entry] : job_nodes_) busy_.insert(entry.second.begin(), entry.second.end());
   }
-  return probe_targets(planner.nodes(), busy_);
+  return probe_targets(planner.nodes(), busy_, planner.nodes_awaiting_probe());
 }
 
 void DeadNodeDetector::apply(const std::vector<ProbeResult>& results, const FailoverPlanner& planner,

@@ -1,6 +1,7 @@
 // The node side of the planner: faults recorded once per episode, lemon nodes quarantined, and
 // quarantines restored, ended outside SaFE, or released by safectl.
 #include <algorithm>
+#include <iterator>
 
 #include "common/lemon_detection.hpp"
 #include "controller/safed/failover_planner.hpp"
@@ -46,29 +47,85 @@ void FailoverPlanner::observe_nodes(const std::vector<SlurmNode>& nodes, long lo
     }
     if (step.record_fault) record_fault(n, c, now);
     known->second = step.in_fault;
+    auto lost = lost_by_slurm_.find(n.name);
+    if (lost != lost_by_slurm_.end() && (!step.in_fault || lost->second.verdict)) {
+      if (step.in_fault) settle_lost_node(n, lost->second, now);
+      lost_by_slurm_.erase(lost);
+    }
   }
+  // Nodes gone from Slurm's list.
+  for (auto it = lost_by_slurm_.begin(); it != lost_by_slurm_.end();)
+    it = node_index_.count(it->first) ? std::next(it) : lost_by_slurm_.erase(it);
+}
+
+bool FailoverPlanner::fault_awaits_probe(const SlurmNode& n, NodeCondition c) const {
+  // Slurm's own DOWN for a node it cannot reach (SaFE's unreachable DOWN is a probe's verdict
+  // already); without probes or an address to probe, the fault counts as Slurm reports it.
+  return c == NodeCondition::down && n.state_down && n.not_responding && !is_unreachable_reason(n.reason) &&
+         !n.addr.empty() && config_.controller.slurmd_probe.interval_ms > 0;
+}
+
+std::unordered_set<std::string> FailoverPlanner::nodes_awaiting_probe() const {
+  std::unordered_set<std::string> out;
+  for (const auto& [name, lost] : lost_by_slurm_)
+    if (!lost.verdict) out.insert(name);
+  return out;
+}
+
+void FailoverPlanner::note_probe_results(const std::vector<ProbeResult>& results, long long targets_pass) {
+  for (const ProbeResult& r : results) {
+    auto it = lost_by_slurm_.find(r.node);
+    // A round whose targets were chosen before the pass that found the node DOWN probed it as it
+    // was before.
+    if (it != lost_by_slurm_.end() && !it->second.verdict && it->second.seen_pass < targets_pass) it->second.verdict = r;
+  }
+}
+
+void FailoverPlanner::settle_lost_node(const SlurmNode& n, const LostBySlurm& lost, long long now) {
+  if (lost.verdict->outcome != ProbeOutcome::connected) {
+    count_fault(n.name, lost.fault, now);
+    return;
+  }
+  NodeFaultRecord not_counted = lost.fault;
+  not_counted.kind = kSlurmLostContactKind;
+  store_.set_node_fault_kind(not_counted);
+  for (auto& f : faults_[n.name])
+    if (f.time == lost.fault.time && f.detail == lost.fault.detail) f.kind = not_counted.kind;
+  std::string detail = "Slurm set it DOWN (" + lost.fault.detail + ") but its slurmd answers safed at " +
+                       lost.verdict->address +
+                       ": slurmd runs and slurmctld cannot talk with it (munged stopped or failing on the node, or "
+                       "a munge key or clock that differs from the controller's); not counted toward a quarantine. "
+                       "Slurm returns the node once it hears from its slurmd again (ReturnToService)";
+  log_action(now, {}, n.name, "not a machine fault", detail, true);
 }
 
 void FailoverPlanner::record_fault(const SlurmNode& n, NodeCondition c, long long now) {
   NodeFaultRecord rec{n.name, n.reason_time ? static_cast<long long>(n.reason_time) : now,
                       c == NodeCondition::down ? "down" : "safe_drain", n.reason.empty() ? "not responding" : n.reason};
   if (!store_.add_node_fault(rec)) return;  // seen before this restart
-  auto& list = faults_[n.name];
-  list.push_back(rec);
+  faults_[n.name].push_back(rec);
   log("safed: node " + n.name + ": fault recorded (" + rec.kind + ": " + rec.detail + ")");
-  if (quarantined_.count(n.name)) return;
+  // The fault is evidence for the failover of a job that ran there at once; whether it counts
+  // toward a quarantine may wait for the probe.
+  if (fault_awaits_probe(n, c)) lost_by_slurm_[n.name] = {pass_, std::nullopt, rec};
+  else count_fault(n.name, rec, now);
+}
+
+void FailoverPlanner::count_fault(const std::string& node, const NodeFaultRecord& rec, long long now) {
+  if (quarantined_.count(node)) return;
   std::vector<long long> times;
-  for (const auto& f : list) times.push_back(f.time);
+  for (const auto& f : faults_[node])
+    if (f.kind != kSlurmLostContactKind) times.push_back(f.time);
   const auto& fc = config_.failover;
   if (!is_lemon(times, now, fc.lemon_faults, fc.lemon_window_s)) return;
-  std::string reason = quarantine_reason(n.name, static_cast<int>(times.size()), fc.lemon_window_s, rec.detail);
+  std::string reason = quarantine_reason(node, static_cast<int>(times.size()), fc.lemon_window_s, rec.detail);
   checkpoint_store();
-  Status drained = slurm_.drain_node(n.name, reason);
-  log_action(now, {}, n.name, "quarantine", drained ? reason : drained.error(), drained.ok());
+  Status drained = slurm_.drain_node(node, reason);
+  log_action(now, {}, node, "quarantine", drained ? reason : drained.error(), drained.ok());
   if (!drained) return;
-  QuarantineRecord q{n.name, now, reason};
+  QuarantineRecord q{node, now, reason};
   store_.set_quarantine(q);
-  quarantined_[n.name] = q;
+  quarantined_[node] = q;
   ++counters_.quarantines;
 }
 

@@ -28,6 +28,7 @@
 #include "common/requeue_storm_guard.hpp"
 #include "controller/safed/failover_decisions.hpp"
 #include "controller/safed/job_files.hpp"
+#include "controller/safed/slurmd_liveness.hpp"
 #include "common/slurm/client.hpp"
 #include "controller/safed/state_store.hpp"
 
@@ -102,6 +103,16 @@ class FailoverPlanner {
   // treats them like nodes Slurm flags as not responding.
   void set_unanswered_nodes(std::unordered_set<std::string> nodes) { unanswered_ = std::move(nodes); }
 
+  // Nodes Slurm set DOWN as not responding, whose fault's count toward a quarantine waits for
+  // safed's own probe: a slurmd that answers safed while slurmctld cannot talk to it is no machine
+  // fault (munged stopped on the node, a munge key or clock that differs). The fault is recorded at
+  // once all the same: a job that ran there failed over it. The probe loop probes these
+  // (DeadNodeDetector::targets) and hands its results to note_probe_results with the pass() it
+  // chose its targets at; the next reconcile pass acts on them.
+  std::unordered_set<std::string> nodes_awaiting_probe() const;
+  void note_probe_results(const std::vector<ProbeResult>& results, long long targets_pass);
+  long long pass() const { return pass_; }
+
   // The system clock stepped by `delta` seconds (ClockStepWatch): moves the starting points of the
   // running timers with it (an open failover's times, a job's hang clock, the rate limit's
   // window), so that each lasts as long as it would have. What is over keeps its times.
@@ -127,6 +138,17 @@ class FailoverPlanner {
  private:
   void observe_nodes(const std::vector<SlurmNode>& nodes, long long now);
   void record_fault(const SlurmNode& n, NodeCondition c, long long now);
+  // Counts a recorded fault toward a quarantine (is_lemon), and quarantines the node when it is one.
+  void count_fault(const std::string& node, const NodeFaultRecord& rec, long long now);
+  // A node Slurm lost, whose fault's count waits for the probe (nodes_awaiting_probe).
+  bool fault_awaits_probe(const SlurmNode& n, NodeCondition c) const;
+  struct LostBySlurm {
+    long long seen_pass = 0;             // the pass that found the node DOWN
+    std::optional<ProbeResult> verdict;  // from a probe round chosen after that pass
+    NodeFaultRecord fault;               // as recorded
+  };
+  // Acts on the probe's verdict on a node Slurm lost: its fault counted, or marked not counted.
+  void settle_lost_node(const SlurmNode& n, const LostBySlurm& lost, long long now);
   void observe_job(const SlurmJob& job, const JobMetadata& meta, long long now);
   void adopt(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta);
   void note_run(TrackedJob& t, const SlurmJob& job, long long now);
@@ -204,6 +226,7 @@ class FailoverPlanner {
   std::unordered_map<std::string, const SlurmNode*> node_index_;
   std::vector<SlurmNode> nodes_;
   std::unordered_set<std::string> unanswered_;
+  std::unordered_map<std::string, LostBySlurm> lost_by_slurm_;
   std::size_t bad_node_count_ = 0;  // safe_drain + quarantined nodes in this pass
   long long pass_ = 0;
   PlannerCounters counters_;

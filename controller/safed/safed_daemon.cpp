@@ -169,10 +169,12 @@ void Safed::probe_loop() {
   while (!stop_) {
     SlurmdProbeConfig probe;
     std::vector<ProbeTarget> targets;
+    long long targets_pass = 0;
     {
       std::lock_guard lock(mutex_);
       probe = planner_->config().controller.slurmd_probe;
       if (probe.interval_ms > 0 && health_.slurm_ok) targets = detector_.targets(*planner_);
+      targets_pass = planner_->pass();
     }
     auto round_start = std::chrono::steady_clock::now();
     if (!targets.empty()) {
@@ -184,6 +186,7 @@ void Safed::probe_loop() {
         log_line(std::string("safed: slurmd probe round failed: ") + e.what());
       }
       planner_->set_unanswered_nodes(detector_.unanswered());
+      planner_->note_probe_results(results, targets_pass);
       for (const auto& line : detector_.take_log()) log_line(line);
       health_.probe_targets = targets.size();
       health_.probe_round_ms =

@@ -85,12 +85,12 @@ std::string unreachable_reason(const SlurmdLiveness& s, long long now_ms) {
          std::to_string(s.failures) + " over " + span + " s";
 }
 
-std::vector<ProbeTarget> probe_targets(const std::vector<SlurmNode>& nodes,
-                                       const std::unordered_set<std::string>& busy) {
+std::vector<ProbeTarget> probe_targets(const std::vector<SlurmNode>& nodes, const std::unordered_set<std::string>& busy,
+                                       const std::unordered_set<std::string>& lost) {
   std::vector<ProbeTarget> out;
   for (const SlurmNode& n : nodes) {
     if (n.addr.empty() || quarantined(n)) continue;
-    bool watch = out_of_service_by_safe(n) || (!n.state_down && busy.count(n.name) > 0);
+    bool watch = out_of_service_by_safe(n) || (!n.state_down && busy.count(n.name) > 0) || lost.count(n.name) > 0;
     if (watch) out.push_back({n.name, n.addr, n.port > 0 ? n.port : 6818});
   }
   return out;

@@ -91,9 +91,10 @@ bool is_unreachable_reason(std::string_view reason);
 bool out_of_service_by_safe(const SlurmNode& node);
 
 // The nodes to probe: those in `busy` (running SaFE jobs) that Slurm does not already have DOWN,
-// and those the controller downed as unreachable (to see them come back). Quarantined nodes and
+// those the controller downed as unreachable (to see them come back), and those in `lost` (Slurm
+// set them DOWN as not responding: FailoverPlanner::nodes_awaiting_probe). Quarantined nodes and
 // nodes without an address are left out.
-std::vector<ProbeTarget> probe_targets(const std::vector<SlurmNode>& nodes,
-                                       const std::unordered_set<std::string>& busy);
+std::vector<ProbeTarget> probe_targets(const std::vector<SlurmNode>& nodes, const std::unordered_set<std::string>& busy,
+                                       const std::unordered_set<std::string>& lost = {});
 
 }  // namespace safe

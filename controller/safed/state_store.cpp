@@ -452,6 +452,12 @@ bool StateStore::add_node_fault(const NodeFaultRecord& f) {
   return sqlite3_changes(db_) > 0;
 }
 
+void StateStore::set_node_fault_kind(const NodeFaultRecord& f) {
+  Statement(db_, prepare("UPDATE node_faults SET kind = ? WHERE node = ? AND time = ? AND detail = ?"))
+      .bind_all(f.kind, f.node, f.time, f.detail)
+      .run();
+}
+
 std::vector<NodeFaultRecord> StateStore::node_faults(const std::string& node, long long since) {
   return Statement(db_, prepare("SELECT node, time, kind, detail FROM node_faults WHERE node = ? AND time >= ? ORDER BY time"))
       .bind_all(node, since)

@@ -89,10 +89,14 @@ struct FailoverRecord {
   JobKey key() const { return {job_id, submitted}; }
 };
 
+// The kind of a node's fault that is not counted toward a quarantine: Slurm set the node DOWN as
+// not responding while its slurmd answered safed (FailoverPlanner::nodes_awaiting_probe).
+inline constexpr const char* kSlurmLostContactKind = "slurm_lost_contact";
+
 struct NodeFaultRecord {
   std::string node;
   long long time = 0;
-  std::string kind, detail;
+  std::string kind, detail;  // kind: "down", "safe_drain" or kSlurmLostContactKind
 };
 
 struct QuarantineRecord {
@@ -142,6 +146,8 @@ class StateStore {
 
   // False when the same fault (node, time, detail) is already recorded.
   bool add_node_fault(const NodeFaultRecord& f);
+  // Sets the kind of the fault recorded for f's node, time and detail.
+  void set_node_fault_kind(const NodeFaultRecord& f);
   std::vector<NodeFaultRecord> node_faults(const std::string& node, long long since);
   std::vector<NodeFaultRecord> recent_node_faults(int limit);
 

@@ -734,6 +734,94 @@ TEST_F(PlannerTest, LemonNodeIsQuarantinedAndReleased) {
   EXPECT_FALSE(planner->release_node("n1", now)) << "n1 was never quarantined";
 }
 
+// Slurm set n4 DOWN as not responding; the probe round chosen after that pass has its verdict.
+class LostNodeTest : public PlannerTest {
+ protected:
+  LostNodeTest() {
+    config.failover.lemon_faults = 1;  // any fault counted quarantines the node
+    planner->set_config(config);
+    slurm.node("n4")->addr = "10.0.0.4";
+    pass();
+  }
+  void slurm_loses_n4() {
+    SlurmNode* n = slurm.node("n4");
+    n->down = n->state_down = n->not_responding = true;
+    n->idle = false;
+    n->reason = "Not responding";
+    n->reason_time = now;
+    run_for(1);
+  }
+  void slurm_returns_n4() {
+    SlurmNode* n = slurm.node("n4");
+    n->down = n->state_down = n->not_responding = false;
+    n->idle = true;
+    n->reason.clear();
+    run_for(1);
+  }
+  void probe_n4(ProbeOutcome outcome, long long targets_pass) {
+    planner->note_probe_results({{"n4", outcome, "10.0.0.4:6818"}}, targets_pass);
+    run_for(1);
+  }
+  bool logged(const std::string& text) {
+    for (const auto& line : planner->take_log())
+      if (line.find(text) != std::string::npos) return true;
+    return false;
+  }
+};
+
+TEST_F(LostNodeTest, ASlurmdThatAnswersSafedWhileSlurmCannotReachItIsNoNodeFault) {
+  slurm_loses_n4();
+  EXPECT_EQ(std::unordered_set<std::string>{"n4"}, planner->nodes_awaiting_probe());
+  EXPECT_EQ(0, slurm.count("drain n4")) << "not counted before the probe's verdict";
+  probe_n4(ProbeOutcome::connected, planner->pass());
+  EXPECT_TRUE(logged("node n4: not a machine fault: Slurm set it DOWN (Not responding) but its slurmd answers safed at 10.0.0.4:6818"));
+  EXPECT_TRUE(planner->nodes_awaiting_probe().empty());
+  run_for(5);
+  EXPECT_EQ(0, slurm.count("drain n4")) << "not quarantined";
+  auto faults = store.node_faults("n4", 0);
+  ASSERT_EQ(1u, faults.size()) << "recorded all the same: a job that ran there failed over it";
+  EXPECT_EQ(kSlurmLostContactKind, faults[0].kind);
+  // A later fault of the machine counts alone: lemon_faults 2 needs another.
+  config.failover.lemon_faults = 2;
+  planner->set_config(config);
+  slurm_returns_n4();
+  drain("n4", "SaFE: gpu1 lost");
+  run_for(1);
+  EXPECT_EQ(0, slurm.count("drain n4 SaFE-quarantine:"));
+}
+
+TEST_F(LostNodeTest, ASlurmdThatDoesNotAnswerSafedEitherIsANodeFault) {
+  slurm_loses_n4();
+  probe_n4(ProbeOutcome::timed_out, planner->pass());
+  EXPECT_EQ("down", store.node_faults("n4", 0).at(0).kind);
+  EXPECT_EQ(1, slurm.count("drain n4 SaFE-quarantine:"));
+}
+
+TEST_F(LostNodeTest, AProbeRoundChosenBeforeSlurmLostTheNodeIsNoVerdict) {
+  long long before = planner->pass();
+  slurm_loses_n4();
+  probe_n4(ProbeOutcome::connected, before);  // probed while n4 was still in service
+  EXPECT_EQ(std::unordered_set<std::string>{"n4"}, planner->nodes_awaiting_probe());
+  probe_n4(ProbeOutcome::silent, planner->pass());
+  EXPECT_EQ(1, slurm.count("drain n4 SaFE-quarantine:"));
+}
+
+TEST_F(LostNodeTest, WithoutProbesSlurmsDownIsRecordedAsItComes) {
+  config.controller.slurmd_probe.interval_ms = 0;
+  planner->set_config(config);
+  slurm_loses_n4();
+  EXPECT_TRUE(planner->nodes_awaiting_probe().empty());
+  EXPECT_EQ(1, slurm.count("drain n4 SaFE-quarantine:"));
+}
+
+TEST_F(LostNodeTest, ANodeBackBeforeTheVerdictLeavesNothingPending) {
+  slurm_loses_n4();
+  slurm_returns_n4();
+  EXPECT_TRUE(planner->nodes_awaiting_probe().empty());
+  probe_n4(ProbeOutcome::timed_out, planner->pass());
+  EXPECT_EQ(0, slurm.count("drain n4")) << "the fault left uncounted";
+}
+
 TEST_F(PlannerTest, HealthCheckerRedrainOfAQuarantinedNodeKeepsTheQuarantine) {
   config.failover.lemon_faults = 1;
   planner->set_config(config);

@@ -190,6 +190,10 @@ TEST(SlurmdLiveness, TargetsAreBusyNodesInServiceAndItsOwnDownNodes) {
   EXPECT_EQ("n7", t[2].node);
   EXPECT_EQ(6818, t[2].port);
   EXPECT_EQ("n8", t[3].node);
+  // A node Slurm lost, whose fault waits for the probe's verdict (FailoverPlanner::nodes_awaiting_probe).
+  t = probe_targets({busy, slurm_down, no_addr}, {}, {"n5", "n6"});
+  ASSERT_EQ(1u, t.size());
+  EXPECT_EQ("n5", t[0].node);
 }
 
 TEST(SlurmdProber, RealSocketsConnectedRefusedAndUnresolvable) {
