@@ -37,6 +37,8 @@ PACKAGES=(
   libboost-program-options-dev libsqlite3-dev libmicrohttpd-dev libjwt-dev libssl-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev jq wrk procps iproute2 util-linux libfaketime shellcheck curl python3 openssl
+  # safed's leadership (controller.ha) is tested against a real etcd the test starts
+  etcd-server
 )
 release_packages() {
   local codename

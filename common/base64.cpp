@@ -29,4 +29,20 @@ std::optional<std::string> base64_decode(std::string_view in, Base64 alphabet) {
   return out;
 }
 
+std::string base64_encode(std::string_view in) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  for (std::size_t i = 0; i < in.size(); i += 3) {
+    unsigned n = static_cast<unsigned char>(in[i]) << 16;
+    if (i + 1 < in.size()) n |= static_cast<unsigned char>(in[i + 1]) << 8;
+    if (i + 2 < in.size()) n |= static_cast<unsigned char>(in[i + 2]);
+    out.push_back(kAlphabet[(n >> 18) & 63]);
+    out.push_back(kAlphabet[(n >> 12) & 63]);
+    out.push_back(i + 1 < in.size() ? kAlphabet[(n >> 6) & 63] : '=');
+    out.push_back(i + 2 < in.size() ? kAlphabet[n & 63] : '=');
+  }
+  return out;
+}
+
 }  // namespace safe

@@ -1,0 +1,138 @@
+// safed's leadership against a real etcd (Debian's etcd-server, started here on free loopback
+// ports in a directory of its own): the lease, its keep-alive and the campaign over etcd's JSON
+// gateway, a killed leader replaced, and a leader that loses etcd stopping before its lease ends.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "controller/safed/etcd_client.hpp"
+#include "controller/safed/leadership.hpp"
+#include "tests/unit/loopback_listener.hpp"
+
+namespace safe {
+namespace {
+
+long long steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// A port free a moment ago (etcd binds it right after).
+int free_port() { return testing::LoopbackListener(1).port; }
+
+std::string find_etcd() {
+  for (const char* dir : {"/usr/bin", "/usr/local/bin"}) {
+    std::string p = std::string(dir) + "/etcd";
+    if (access(p.c_str(), X_OK) == 0) return p;
+  }
+  return "";
+}
+
+// One etcd member for the test's lifetime.
+class Etcd {
+ public:
+  Etcd() {
+    std::string bin = find_etcd();
+    if (bin.empty()) return;
+    char tmpl[] = "/tmp/safe-etcd.XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    url = "http://127.0.0.1:" + std::to_string(free_port());
+    std::string peer = "http://127.0.0.1:" + std::to_string(free_port());
+    pid_ = fork();
+    if (pid_ == 0) {
+      std::string log = dir_ + "/etcd.log";
+      freopen(log.c_str(), "w", stderr);
+      freopen(log.c_str(), "a", stdout);
+      execl(bin.c_str(), "etcd", "--data-dir", (dir_ + "/data").c_str(), "--listen-client-urls", url.c_str(),
+            "--advertise-client-urls", url.c_str(), "--listen-peer-urls", peer.c_str(), "--initial-advertise-peer-urls",
+            peer.c_str(), "--initial-cluster", ("default=" + peer).c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    EtcdClient probe({{url}, 500});
+    for (int i = 0; i < 100 && !ready; ++i) {
+      ready = static_cast<bool>(probe.grant(2));
+      if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  ~Etcd() {
+    if (pid_ > 0) {
+      kill(pid_, SIGCONT);
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+  void stop() { kill(pid_, SIGSTOP); }   // etcd hung: requests time out
+  void resume() { kill(pid_, SIGCONT); }
+  std::string url;
+  bool ready = false;
+
+ private:
+  std::string dir_;
+  pid_t pid_ = -1;
+};
+
+class RealEtcdTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(find_etcd().empty()) << "etcd not found: apt-get install etcd-server (./bootstrap.sh installs it)";
+    ASSERT_TRUE(etcd.ready) << "etcd did not answer at " << etcd.url;
+  }
+  // Ticks both (or only `only`) every 100 ms until `done` or `ms` pass; false on time out. Never two
+  // leaders at once.
+  template <class Done>
+  bool run_until(Done done, long long ms, Leadership* only = nullptr) {
+    for (long long end = steady_ms() + ms; steady_ms() < end;) {
+      long long now = steady_ms();
+      if (!only || only == &a) a.tick(now);
+      if (!only || only == &b) b.tick(now);
+      now = steady_ms();
+      EXPECT_FALSE(a.leading(now) && b.leading(now)) << "two leaders";
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+  Etcd etcd;
+  LeadershipPolicy policy{2, 500, 500};  // etcd's shortest TTL (2 s with its default election timeout)
+  EtcdClient client_a{{{etcd.url}, 300}}, client_b{{{etcd.url}, 300}};
+  Leadership a{client_a, "/safe/safed/leader", "http://a:8080 #1", policy};
+  Leadership b{client_b, "/safe/safed/leader", "http://b:8080 #2", policy};
+};
+
+TEST_F(RealEtcdTest, OneLeadsTheOtherFollowsAndTakesOverWhenTheLeaderIsKilled) {
+  ASSERT_TRUE(run_until([&] { return a.leading(steady_ms()) && b.holder() == "http://a:8080 #1"; }, 5000));
+  long long first_token = a.token();
+  EXPECT_GT(first_token, 0);
+  // Kept alive well past its TTL.
+  EXPECT_FALSE(run_until([&] { return !a.leading(steady_ms()); }, 3000));
+  long long killed = steady_ms();
+  ASSERT_TRUE(run_until([&] { return b.leading(steady_ms()); }, 10000, &b)) << "a no longer ticks";
+  long long takeover = steady_ms() - killed;
+  std::printf("takeover after the leader stopped: %lld ms (TTL %lld s)\n", takeover, policy.ttl_s);
+  EXPECT_LE(takeover, policy.ttl_s * 1000 + 1500);
+  EXPECT_GT(b.token(), first_token);
+}
+
+TEST_F(RealEtcdTest, ALeaderWhoseEtcdHangsStopsActingWithinItsTtl) {
+  ASSERT_TRUE(run_until([&] { return a.leading(steady_ms()); }, 5000, &a));
+  etcd.stop();
+  long long hung = steady_ms();
+  ASSERT_TRUE(run_until([&] { return !a.leading(steady_ms()); }, 10000, &a));
+  long long stopped = steady_ms() - hung;
+  etcd.resume();
+  std::printf("the leader stopped acting %lld ms after etcd hung (TTL %lld s)\n", stopped, policy.ttl_s);
+  EXPECT_LT(stopped, policy.ttl_s * 1000);
+  // etcd back: someone leads again (etcd's own leases were frozen with it).
+  EXPECT_TRUE(run_until([&] { return a.leading(steady_ms()) || b.leading(steady_ms()); }, 10000));
+}
+
+}  // namespace
+}  // namespace safe
