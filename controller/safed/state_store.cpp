@@ -64,11 +64,14 @@ class Statement {
   int n_ = 0;
 };
 
-// Schema version 2 (PRAGMA user_version): every per-job row is keyed by (job_id, submitted). The
+// Schema version 3 (PRAGMA user_version): every per-job row is keyed by (job_id, submitted). The
 // keyed tables are WITHOUT ROWID: one b-tree per table, ordered by the key, instead of a rowid
 // table plus an index of the key to keep up on every write (the first pass writes every job).
-// Finished jobs are pruned hourly by a scan, which needs no index on end_time.
-constexpr int kSchemaVersion = 2;
+// Finished jobs are pruned hourly by a scan, which needs no index on end_time. Every table has a
+// primary key (version 3): SQLite's session extension, which makes the journal of a replicated
+// store (set_journal), records changes of such tables only. journal_position holds the number of
+// the last journal entry the store holds.
+constexpr int kSchemaVersion = 3;
 constexpr const char* kSchema = R"(
 CREATE TABLE IF NOT EXISTS jobs (
   job_id INTEGER, submitted INTEGER, submit_time INTEGER, user_id INTEGER, name TEXT, workspace TEXT,
@@ -85,12 +88,30 @@ CREATE TABLE IF NOT EXISTS failovers (
   not_before INTEGER, workspace TEXT, gpus INTEGER, uses_retry INTEGER, PRIMARY KEY (job_id, submitted, attempt))
   WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS node_faults (
-  node TEXT, time INTEGER, kind TEXT, detail TEXT, UNIQUE (node, time, detail));
-CREATE INDEX IF NOT EXISTS node_faults_by_node ON node_faults (node, time);
+  node TEXT NOT NULL, time INTEGER NOT NULL, kind TEXT, detail TEXT NOT NULL, PRIMARY KEY (node, time, detail))
+  WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS quarantine (node TEXT PRIMARY KEY, since INTEGER, reason TEXT, released INTEGER);
 CREATE TABLE IF NOT EXISTS actions (
-  time INTEGER, job_id INTEGER, submitted INTEGER, node TEXT, action TEXT, detail TEXT, ok INTEGER);
+  id INTEGER PRIMARY KEY, time INTEGER, job_id INTEGER, submitted INTEGER, node TEXT, action TEXT, detail TEXT,
+  ok INTEGER);
 CREATE INDEX IF NOT EXISTS actions_by_job ON actions (job_id, submitted);
+CREATE TABLE IF NOT EXISTS journal_position (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL);
+INSERT OR IGNORE INTO journal_position VALUES (1, 0);
+)";
+
+// The tables version 3 gave a primary key, set aside to be copied into their new form.
+constexpr const char* kSetAsideKeyless = R"(
+ALTER TABLE node_faults RENAME TO node_faults_old;
+DROP INDEX IF EXISTS node_faults_by_node;
+ALTER TABLE actions RENAME TO actions_old;
+DROP INDEX IF EXISTS actions_by_job;
+)";
+constexpr const char* kCopyKeyless = R"(
+INSERT OR IGNORE INTO node_faults SELECT node, time, kind, detail FROM node_faults_old;
+INSERT INTO actions (time, job_id, submitted, node, action, detail, ok)
+  SELECT time, job_id, submitted, node, action, detail, ok FROM actions_old ORDER BY rowid;
+DROP TABLE node_faults_old;
+DROP TABLE actions_old;
 )";
 
 // Version 1 (safed before job keys): rows keyed by job id alone, which is what `submitted` 0 means.
@@ -100,6 +121,8 @@ ALTER TABLE attempts RENAME TO attempts_v1;
 ALTER TABLE failovers RENAME TO failovers_v1;
 ALTER TABLE actions RENAME TO actions_v1;
 DROP INDEX IF EXISTS actions_by_job;
+ALTER TABLE node_faults RENAME TO node_faults_old;
+DROP INDEX IF EXISTS node_faults_by_node;
 )";
 constexpr const char* kCopyFrom1 = R"(
 INSERT INTO jobs SELECT job_id, 0, COALESCE(submit_time, 0), 0, name, workspace, max_retries, retries_used, gpus,
@@ -109,7 +132,10 @@ INSERT INTO attempts SELECT job_id, 0, attempt, nodes, start_time, end_time, end
   FROM attempts_v1;
 INSERT INTO failovers SELECT job_id, 0, attempt, failure_class, evidence, bad_nodes, phase, fault_time, signal_time,
   requeue_time, running_again_time, not_before, workspace, gpus, COALESCE(uses_retry, 1) FROM failovers_v1;
-INSERT INTO actions SELECT time, job_id, 0, node, action, detail, ok FROM actions_v1;
+INSERT INTO actions (time, job_id, submitted, node, action, detail, ok)
+  SELECT time, job_id, 0, node, action, detail, ok FROM actions_v1 ORDER BY rowid;
+INSERT OR IGNORE INTO node_faults SELECT node, time, kind, detail FROM node_faults_old;
+DROP TABLE node_faults_old;
 DROP TABLE jobs_v1;
 DROP TABLE attempts_v1;
 DROP TABLE failovers_v1;
@@ -125,6 +151,7 @@ CREATE TABLE IF NOT EXISTS failovers (
   fault_time INTEGER, signal_time INTEGER, requeue_time INTEGER, running_again_time INTEGER,
   not_before INTEGER, workspace TEXT, gpus INTEGER, PRIMARY KEY (job_id, attempt));
 CREATE TABLE IF NOT EXISTS actions (time INTEGER, job_id INTEGER, node TEXT, action TEXT, detail TEXT, ok INTEGER);
+CREATE TABLE IF NOT EXISTS node_faults (node TEXT, time INTEGER, kind TEXT, detail TEXT);
 )";
 
 constexpr const char* kFailoverColumns =
@@ -297,6 +324,10 @@ void StateStore::upgrade() {
       exec(kUpgradeFrom1);
       exec(kSchema);
       exec(kCopyFrom1);
+    } else if (version == 2) {
+      exec(kSetAsideKeyless);
+      exec(kSchema);
+      exec(kCopyKeyless);
     } else {
       exec(kSchema);
     }
@@ -351,10 +382,30 @@ void StateStore::exec(const char* sql) {
 void StateStore::begin() {
   rollback();  // a transaction a failed pass left open must not swallow this one
   exec("BEGIN");
+  if (!journal_) return;
+  if (sqlite3session_create(db_, "main", &session_) != SQLITE_OK || sqlite3session_attach(session_, nullptr) != SQLITE_OK) {
+    rollback();
+    throw std::runtime_error("safed: state store: cannot record the transaction's changes for the journal");
+  }
 }
 
 void StateStore::commit() {
   try {
+    if (session_ && !sqlite3session_isempty(session_)) {
+      long long seq = journal_seq() + 1;
+      Statement(db_, prepare("UPDATE journal_position SET seq = ?")).bind_all(seq).run();
+      int size = 0;
+      void* data = nullptr;
+      if (sqlite3session_changeset(session_, &size, &data) != SQLITE_OK)
+        throw std::runtime_error("safed: state store: cannot make the journal entry of a transaction");
+      std::string changeset(static_cast<const char*>(data), static_cast<std::size_t>(size));
+      sqlite3_free(data);
+      // Before the commit: what the journal refuses (leadership lost) never happened here either.
+      Status appended = journal_->append(seq, changeset);
+      if (!appended) throw std::runtime_error("safed: state store: journal entry " + std::to_string(seq) +
+                                              " not written, transaction rolled back: " + appended.error());
+    }
+    end_session();
     exec("COMMIT");
   } catch (...) {
     // A COMMIT that fails (disk full, I/O error) can leave the transaction open: every later
@@ -365,16 +416,73 @@ void StateStore::commit() {
 }
 
 void StateStore::rollback() noexcept {
+  end_session();
   if (db_ && !sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
 }
 
+void StateStore::end_session() noexcept {
+  if (session_) sqlite3session_delete(session_);
+  session_ = nullptr;
+}
+
+void StateStore::set_journal(StoreJournal* journal) {
+  rollback();
+  journal_ = journal;
+}
+
+long long StateStore::journal_seq() {
+  Statement q(db_, prepare("SELECT seq FROM journal_position"));
+  return q.step() ? q.i(0) : 0;
+}
+
+namespace {
+int abort_on_conflict(void*, int, sqlite3_changeset_iter*) { return SQLITE_CHANGESET_ABORT; }
+}  // namespace
+
+void StateStore::apply_journal_entry(long long seq, const std::string& changeset) {
+  if (journal_) throw std::logic_error("safed: state store: a store that writes a journal applies none");
+  long long have = journal_seq();
+  if (seq != have + 1)
+    throw std::runtime_error("safed: state store: journal entry " + std::to_string(seq) + " cannot follow entry " +
+                             std::to_string(have) + " (entries missing)");
+  begin();
+  // The entry moves journal_position from seq - 1 to seq: a store that diverged from the
+  // journal's (another writer, a lost entry) conflicts there, or on its rows, and the entry is
+  // refused whole.
+  int rc = sqlite3changeset_apply(db_, static_cast<int>(changeset.size()), const_cast<char*>(changeset.data()),
+                                  nullptr, abort_on_conflict, nullptr);
+  if (rc != SQLITE_OK) {
+    rollback();
+    throw std::runtime_error("safed: state store: journal entry " + std::to_string(seq) +
+                             " does not apply to this store (" + sqlite3_errstr(rc) + "): it diverged from the journal");
+  }
+  if (journal_seq() != seq) {
+    rollback();
+    throw std::runtime_error("safed: state store: journal entry " + std::to_string(seq) + " does not advance the store");
+  }
+  commit();
+}
+
+StateStore::AutoTransaction::AutoTransaction(StateStore& s) : store_(s), own_(sqlite3_get_autocommit(s.db_) != 0) {
+  if (own_) store_.begin();
+}
+StateStore::AutoTransaction::~AutoTransaction() {
+  if (own_) store_.rollback();
+}
+void StateStore::AutoTransaction::commit() {
+  if (own_) store_.commit();
+  own_ = false;
+}
+
 void StateStore::put_job(const JobRecord& j) {
+  AutoTransaction tx(*this);
   Statement(db_, prepare(std::string("INSERT OR REPLACE INTO jobs (") + kJobColumns +
                          ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"))
       .bind_all(j.job_id, j.submitted, j.submit_time, j.user_id, j.name, j.workspace, j.max_retries, j.retries_used, j.gpus,
                 std::string(to_string(j.state)), j.last_class, j.last_evidence, j.run_seconds, j.lost_seconds, j.end_time, j.updated,
                 j.user_exclude)
       .run();
+  tx.commit();
 }
 
 std::optional<JobRecord> StateStore::job(const JobKey& key) {
@@ -400,11 +508,13 @@ std::vector<JobRecord> StateStore::jobs(bool include_finished, std::optional<std
 }
 
 void StateStore::put_attempt(const AttemptRecord& a) {
+  AutoTransaction tx(*this);
   Statement(db_, prepare(std::string("INSERT OR REPLACE INTO attempts (") + kAttemptColumns +
                          ") VALUES (?,?,?,?,?,?,?,?,?,?)"))
       .bind_all(a.job_id, a.submitted, a.attempt, a.nodes, a.start_time, a.end_time, a.end_state, a.failure_class,
                 a.rule, a.evidence)
       .run();
+  tx.commit();
 }
 
 std::vector<AttemptRecord> StateStore::attempts(const JobKey& key) {
@@ -415,12 +525,14 @@ std::vector<AttemptRecord> StateStore::attempts(const JobKey& key) {
 }
 
 void StateStore::put_failover(const FailoverRecord& f) {
+  AutoTransaction tx(*this);
   Statement(db_, prepare(std::string("INSERT OR REPLACE INTO failovers (") + kFailoverColumns +
                          ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"))
       .bind_all(f.job_id, f.submitted, f.attempt, f.failure_class, f.evidence, f.bad_nodes, to_string(f.phase),
                 f.fault_time, f.signal_time, f.requeue_time, f.running_again_time, f.not_before, f.workspace, f.gpus,
                 f.uses_retry ? 1 : 0)
       .run();
+  tx.commit();
 }
 
 std::optional<FailoverRecord> StateStore::failover(const JobKey& key, int attempt) {
@@ -446,16 +558,21 @@ std::vector<FailoverRecord> StateStore::open_failovers() {
 }
 
 bool StateStore::add_node_fault(const NodeFaultRecord& f) {
+  AutoTransaction tx(*this);
   Statement(db_, prepare("INSERT OR IGNORE INTO node_faults VALUES (?,?,?,?)"))
       .bind_all(f.node, f.time, f.kind, f.detail)
       .run();
-  return sqlite3_changes(db_) > 0;
+  bool added = sqlite3_changes(db_) > 0;
+  tx.commit();
+  return added;
 }
 
 void StateStore::set_node_fault_kind(const NodeFaultRecord& f) {
+  AutoTransaction tx(*this);
   Statement(db_, prepare("UPDATE node_faults SET kind = ? WHERE node = ? AND time = ? AND detail = ?"))
       .bind_all(f.kind, f.node, f.time, f.detail)
       .run();
+  tx.commit();
 }
 
 std::vector<NodeFaultRecord> StateStore::node_faults(const std::string& node, long long since) {
@@ -471,11 +588,15 @@ std::vector<NodeFaultRecord> StateStore::recent_node_faults(int limit) {
 }
 
 void StateStore::set_quarantine(const QuarantineRecord& r) {
+  AutoTransaction tx(*this);
   Statement(db_, prepare("INSERT OR REPLACE INTO quarantine VALUES (?,?,?,0)")).bind_all(r.node, r.since, r.reason).run();
+  tx.commit();
 }
 
 void StateStore::release_quarantine(const std::string& node, long long when) {
+  AutoTransaction tx(*this);
   Statement(db_, prepare("UPDATE quarantine SET released = ? WHERE node = ? AND released = 0")).bind_all(when, node).run();
+  tx.commit();
 }
 
 std::vector<QuarantineRecord> StateStore::quarantined() {
@@ -490,9 +611,11 @@ long long StateStore::last_release(const std::string& node) {
 }
 
 void StateStore::log_action(const ActionRecord& a) {
-  Statement(db_, prepare("INSERT INTO actions VALUES (?,?,?,?,?,?,?)"))
+  AutoTransaction tx(*this);
+  Statement(db_, prepare("INSERT INTO actions (time, job_id, submitted, node, action, detail, ok) VALUES (?,?,?,?,?,?,?)"))
       .bind_all(a.time, a.job.id, a.job.submitted, a.node, a.action, a.detail, a.ok ? 1 : 0)
       .run();
+  tx.commit();
 }
 
 std::vector<ActionRecord> StateStore::actions(const JobKey& key) {
@@ -503,6 +626,7 @@ std::vector<ActionRecord> StateStore::actions(const JobKey& key) {
 }
 
 long long StateStore::prune(long long ended_before) {
+  AutoTransaction tx(*this);
   constexpr const char* kEnded = "(SELECT job_id, submitted FROM jobs WHERE end_time > 0 AND end_time < ?)";
   for (const char* table : {"attempts", "failovers", "actions"})
     Statement(db_, prepare(std::string("DELETE FROM ") + table + " WHERE (job_id, submitted) IN " + kEnded))
@@ -512,6 +636,7 @@ long long StateStore::prune(long long ended_before) {
   long long jobs = sqlite3_changes(db_);
   Statement(db_, prepare("DELETE FROM actions WHERE job_id = 0 AND time < ?")).bind_all(ended_before).run();
   Statement(db_, prepare("DELETE FROM node_faults WHERE time < ?")).bind_all(ended_before).run();
+  tx.commit();
   return jobs;
 }
 

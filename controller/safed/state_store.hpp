@@ -11,10 +11,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/result.hpp"
 #include "common/slurm/model.hpp"
 
 struct sqlite3;
 struct sqlite3_stmt;
+struct sqlite3_session;
 
 namespace safe {
 
@@ -112,6 +114,15 @@ struct ActionRecord {
   bool ok = true;
 };
 
+// Where a replicated store's transactions go (safed high availability, docs/architecture.md): the
+// active instance appends each transaction's changes, numbered from 1, before it commits them; a
+// refusal (leadership lost) rolls the transaction back.
+class StoreJournal {
+ public:
+  virtual ~StoreJournal() = default;
+  virtual Status append(long long seq, const std::string& changeset) = 0;
+};
+
 class StateStore {
  public:
   // Opens or creates the store (a file, or ":memory:"), upgrading one an older safed wrote.
@@ -126,6 +137,16 @@ class StateStore {
   void commit();
   // Undoes the open transaction, if any; never throws.
   void rollback() noexcept;
+
+  // From now on every transaction that changes something is appended to `journal` (nullptr: none)
+  // as one entry, SQLite's changeset of it, before it commits; writes outside begin() and commit()
+  // are transactions of their own. Throws from commit() when the journal refuses the entry.
+  void set_journal(StoreJournal* journal);
+  // The number of the last journal entry this store holds (0: none).
+  long long journal_seq();
+  // Applies the journal entry `seq` (a standby's store, which writes no journal of its own). Throws,
+  // changing nothing, when it is not the next entry or does not apply (the store diverged).
+  void apply_journal_entry(long long seq, const std::string& changeset);
 
   void put_job(const JobRecord& j);
   std::optional<JobRecord> job(const JobKey& key);
@@ -169,7 +190,21 @@ class StateStore {
   void add_column(const std::string& table, const std::string& column, const std::string& type);
   void upgrade();
   sqlite3_stmt* prepare(const std::string& sql);
+  void end_session() noexcept;
+  // A write's own transaction when none is open (so that the journal has it), else nothing.
+  class AutoTransaction {
+   public:
+    explicit AutoTransaction(StateStore& s);
+    ~AutoTransaction();
+    void commit();
+
+   private:
+    StateStore& store_;
+    bool own_;
+  };
   sqlite3* db_ = nullptr;
+  sqlite3_session* session_ = nullptr;
+  StoreJournal* journal_ = nullptr;
   std::unordered_map<std::string, sqlite3_stmt*> statements_;
 };
 

@@ -92,6 +92,127 @@ TEST_F(StoreFile, UpgradesAStoreKeyedByJobIdAloneToJobKeys) {
   EXPECT_EQ(1u, store.actions({}).size()) << "the node's action stays a node's";
 }
 
+TEST_F(StoreFile, UpgradesAVersion2StoreGivingEveryTableAKey) {
+  write_with_sqlite(
+      "CREATE TABLE node_faults (node TEXT, time INTEGER, kind TEXT, detail TEXT, UNIQUE (node, time, detail));"
+      "CREATE INDEX node_faults_by_node ON node_faults (node, time);"
+      "CREATE TABLE actions (time INTEGER, job_id INTEGER, submitted INTEGER, node TEXT, action TEXT, detail TEXT, "
+      "ok INTEGER);"
+      "CREATE INDEX actions_by_job ON actions (job_id, submitted);"
+      "INSERT INTO node_faults VALUES ('n2', 970, 'down', 'Not responding');"
+      "INSERT INTO actions VALUES (981, 7, 900, '', 'requeue', '', 1);"
+      "INSERT INTO actions VALUES (975, 7, 900, '', 'signal', '', 1);"
+      "PRAGMA user_version = 2;");
+  StateStore store(path.string());
+  ASSERT_EQ(1u, store.node_faults("n2", 0).size());
+  EXPECT_EQ("Not responding", store.node_faults("n2", 0)[0].detail);
+  auto actions = store.actions({7, 900});
+  ASSERT_EQ(2u, actions.size());
+  EXPECT_EQ("requeue", actions[0].action) << "in the order they were logged";
+  EXPECT_EQ(0, store.journal_seq());
+  store.log_action({990, {7, 900}, "", "restart", "", true});
+  EXPECT_EQ(3u, store.actions({7, 900}).size());
+}
+
+// The journal of a replicated store: what one store commits, another applies.
+struct VectorJournal : StoreJournal {
+  std::vector<std::pair<long long, std::string>> entries;
+  bool refuse = false;
+  Status append(long long seq, const std::string& changeset) override {
+    if (refuse) return Error{"not the leader"};
+    entries.emplace_back(seq, changeset);
+    return ok_status();
+  }
+};
+
+JobRecord job_record(std::uint32_t id) {
+  JobRecord j;
+  j.job_id = id;
+  j.submitted = 900;
+  j.name = "train";
+  j.state = SafeJobState::running;
+  return j;
+}
+
+TEST(StoreJournal, AStandbyThatAppliesTheJournalHoldsWhatTheActiveCommitted) {
+  VectorJournal journal;
+  StateStore active(":memory:"), standby(":memory:");
+  active.set_journal(&journal);
+  active.begin();  // a pass
+  active.put_job(job_record(7));
+  FailoverRecord f;
+  f.job_id = 7;
+  f.submitted = 900;
+  f.phase = FailoverPhase::requeued;
+  active.put_failover(f);
+  active.commit();
+  active.begin();
+  active.commit();  // a pass that changed nothing is no entry
+  // Writes outside a pass are transactions of their own.
+  active.log_action({981, {7, 900}, "", "requeue", "", true});
+  active.add_node_fault({"n2", 970, "down", "Not responding"});
+  active.set_node_fault_kind({"n2", 970, kSlurmLostContactKind, "Not responding"});
+  active.set_quarantine({"n3", 960, "SaFE-quarantine: 3 faults"});
+  ASSERT_EQ(5u, journal.entries.size());
+  EXPECT_EQ(5, active.journal_seq());
+  for (const auto& [seq, changeset] : journal.entries) standby.apply_journal_entry(seq, changeset);
+  EXPECT_EQ(5, standby.journal_seq());
+  ASSERT_TRUE(standby.job({7, 900}).has_value());
+  EXPECT_EQ("train", standby.job({7, 900})->name);
+  ASSERT_EQ(1u, standby.failovers({7, 900}).size());
+  EXPECT_EQ(FailoverPhase::requeued, standby.failovers({7, 900})[0].phase);
+  ASSERT_EQ(1u, standby.actions({7, 900}).size());
+  ASSERT_EQ(1u, standby.node_faults("n2", 0).size());
+  EXPECT_EQ(kSlurmLostContactKind, standby.node_faults("n2", 0)[0].kind);
+  ASSERT_EQ(1u, standby.quarantined().size());
+  // A job that ends and is pruned: the deletes travel too.
+  JobRecord ended = job_record(7);
+  ended.state = SafeJobState::completed;
+  ended.end_time = 1000;
+  active.put_job(ended);
+  EXPECT_EQ(1, active.prune(2000));
+  for (std::size_t i = 5; i < journal.entries.size(); ++i)
+    standby.apply_journal_entry(journal.entries[i].first, journal.entries[i].second);
+  EXPECT_FALSE(standby.job({7, 900}).has_value());
+  EXPECT_TRUE(standby.actions({7, 900}).empty());
+}
+
+TEST(StoreJournal, ATransactionTheJournalRefusesIsRolledBack) {
+  VectorJournal journal;
+  StateStore active(":memory:");
+  active.set_journal(&journal);
+  journal.refuse = true;
+  active.begin();
+  active.put_job(job_record(7));
+  EXPECT_THROW(active.commit(), std::runtime_error);
+  EXPECT_FALSE(active.job({7, 900}).has_value());
+  EXPECT_THROW(active.log_action({981, {7, 900}, "", "requeue", "", true}), std::runtime_error);
+  EXPECT_TRUE(active.actions({7, 900}).empty());
+  EXPECT_EQ(0, active.journal_seq());
+  journal.refuse = false;
+  active.put_job(job_record(8));
+  ASSERT_EQ(1u, journal.entries.size());
+  EXPECT_EQ(1, journal.entries[0].first) << "numbering goes on where it stopped";
+}
+
+TEST(StoreJournal, AnEntryOutOfOrderOrForAStoreThatDivergedIsRefusedWhole) {
+  VectorJournal journal;
+  StateStore active(":memory:"), standby(":memory:"), diverged(":memory:");
+  active.set_journal(&journal);
+  active.put_job(job_record(7));
+  active.put_job(job_record(8));
+  EXPECT_THROW(standby.apply_journal_entry(2, journal.entries[1].second), std::runtime_error) << "entry 1 missing";
+  EXPECT_EQ(0, standby.journal_seq());
+  diverged.put_job(job_record(7));  // written by someone else
+  try {
+    diverged.apply_journal_entry(1, journal.entries[0].second);
+    ADD_FAILURE() << "applied over a row of its own";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string::npos, std::string(e.what()).find("diverged")) << e.what();
+  }
+  EXPECT_EQ(0, diverged.journal_seq());
+}
+
 // The store keeps a job's state by name: every state reads back as itself, an unknown name (a
 // newer safed's) as other.
 TEST(StateStore, EveryJobStateIsStoredByItsName) {
