@@ -21,7 +21,7 @@ struct SlistDeleter {
 
 size_t on_data(char* data, size_t size, size_t n, void* user) {
   auto* body = static_cast<std::string*>(user);
-  if (body->size() + size * n > (1u << 20)) return 0;  // no answer of ours is this large
+  if (body->size() + size * n > (8u << 20)) return 0;  // a few journal entries at most
   body->append(data, size * n);
   return size * n;
 }

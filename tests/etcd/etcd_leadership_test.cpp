@@ -1,6 +1,7 @@
-// safed's leadership against a real etcd (Debian's etcd-server, started here on free loopback
-// ports in a directory of its own): the lease, its keep-alive and the campaign over etcd's JSON
-// gateway, a killed leader replaced, and a leader that loses etcd stopping before its lease ends.
+// safed's leadership and its store's journal against a real etcd (Debian's etcd-server, started
+// here on free loopback ports in a directory of its own): the lease, its keep-alive and the
+// campaign over etcd's JSON gateway, a killed leader replaced, a leader that loses etcd stopping
+// before its lease ends, and journal entries fenced by the leadership's token.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include "controller/safed/etcd_client.hpp"
+#include "controller/safed/etcd_journal.hpp"
 #include "controller/safed/leadership.hpp"
 #include "tests/unit/loopback_listener.hpp"
 
@@ -132,6 +134,45 @@ TEST_F(RealEtcdTest, ALeaderWhoseEtcdHangsStopsActingWithinItsTtl) {
   EXPECT_LT(stopped, policy.ttl_s * 1000);
   // etcd back: someone leads again (etcd's own leases were frozen with it).
   EXPECT_TRUE(run_until([&] { return a.leading(steady_ms()) || b.leading(steady_ms()); }, 10000));
+}
+
+TEST_F(RealEtcdTest, TheJournalTakesEntriesOnlyFromTheLeaderOfTheMomentAndLargeOnesInParts) {
+  EtcdJournal journal_a(client_a, "/safe", 1000), journal_b(client_b, "/safe", 1000);
+  ASSERT_EQ(journal_a.leader_key(), "/safe/leader");
+  Leadership la{client_a, journal_a.leader_key(), "a", policy}, lb{client_b, journal_b.leader_key(), "b", policy};
+  la.tick(steady_ms());
+  lb.tick(steady_ms());
+  ASSERT_TRUE(la.leading(steady_ms()));
+  EXPECT_FALSE(journal_a.append(1, "first")) << "no token set: not the active one";
+  journal_a.set_token(la.token());
+  ASSERT_TRUE(journal_a.append(1, "first"));
+  std::string large(2500, 'x');
+  large[0] = 'L';
+  large[2499] = 'E';
+  ASSERT_TRUE(journal_a.append(2, large)) << "in 3 parts";
+  EXPECT_FALSE(journal_a.append(2, "again")) << "an entry is written once";
+  auto entries = journal_b.entries_after(0, 10);
+  ASSERT_TRUE(entries) << entries.error();
+  ASSERT_EQ(2u, entries->size());
+  EXPECT_EQ(1, (*entries)[0].first);
+  EXPECT_EQ("first", (*entries)[0].second);
+  EXPECT_EQ(large, (*entries)[1].second);
+  EXPECT_EQ(1u, journal_b.entries_after(1, 10)->size());
+
+  la.resign(steady_ms());  // b takes over; a's appends under its old token are fenced
+  ASSERT_TRUE(run_until([&] {
+    lb.tick(steady_ms());
+    return lb.leading(steady_ms());
+  }, 5000, &b));
+  journal_b.set_token(lb.token());
+  Status late = journal_a.append(3, std::string(2500, 'z'));  // its parts land, its entry is refused
+  ASSERT_FALSE(late);
+  EXPECT_NE(std::string::npos, late.error().find("fenced")) << late.error();
+  ASSERT_TRUE(journal_b.append(3, std::string(2500, 'b')));
+  entries = journal_a.entries_after(2, 10);
+  ASSERT_TRUE(entries) << entries.error();
+  ASSERT_EQ(1u, entries->size());
+  EXPECT_EQ(std::string(2500, 'b'), (*entries)[0].second) << "the deposed writer's parts are not mixed in";
 }
 
 }  // namespace
