@@ -109,12 +109,21 @@ struct SlurmdProbeConfig {
   int max_in_flight = 256; // probes open at once
 };
 
+// Two safed instances, one active, elected in etcd (docs/architecture.md, safed high availability).
+struct HaConfig {
+  std::vector<std::string> etcd_endpoints;  // http://HOST:2379 of each member; empty: one safed, no election
+  std::string prefix = "/safe";             // safed's keys: PREFIX/leader, PREFIX/journal/...
+  int lease_ttl_s = 3;                      // how long a silent active instance keeps the role
+  bool enabled() const { return !etcd_endpoints.empty(); }
+};
+
 struct ControllerConfig {
   std::string state_dir = "/var/lib/safe";
   std::string listen = "127.0.0.1:9810";
   int poll_interval_ms = 1000;
   int keep_history_days = 30;  // finished jobs kept in the state store; 0 = for ever
   SlurmdProbeConfig slurmd_probe;
+  HaConfig ha;
 };
 
 struct KubernetesConfig {

@@ -457,12 +457,20 @@ void read_slurmd_probe(MapScope& s, SlurmdProbeConfig& p) {
                       s.name("interval_ms") + ": " + std::to_string(p.interval_ms) + ": use 0 (off) or 200..60000");
 }
 
+void read_ha(MapScope& s, HaConfig& h) {
+  s.string_list("etcd_endpoints", h.etcd_endpoints,
+                regex_rule("https?://[A-Za-z0-9.:\\[\\]_-]+", "expects http://HOST:PORT of an etcd member"));
+  s.string("prefix", h.prefix, regex_rule("/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*", "expects a key prefix such as /safe"));
+  s.integer("lease_ttl_s", h.lease_ttl_s, 2, 60);
+}
+
 void read_controller(MapScope& s, ControllerConfig& c) {
   s.string("state_dir", c.state_dir, kAbsolutePath);
   s.string("listen", c.listen, kListenAddress);
   s.integer("poll_interval_ms", c.poll_interval_ms, 100, 60000);
   s.integer("keep_history_days", c.keep_history_days, 0, 36500);
   s.section("slurmd_probe", c.slurmd_probe, read_slurmd_probe);
+  s.section("ha", c.ha, read_ha);
 }
 
 void read_kubernetes(MapScope& s, KubernetesConfig& k) {

@@ -20,8 +20,10 @@
 #include "controller/safed/controller_api.hpp"
 #include "controller/safed/dead_node_detector.hpp"
 #include "controller/safed/deadline_reader.hpp"
+#include "controller/safed/etcd_journal.hpp"
 #include "controller/safed/failover_planner.hpp"
 #include "controller/safed/job_files.hpp"
+#include "controller/safed/leadership.hpp"
 #include "controller/safed/slurmd_prober.hpp"
 #include "controller/safed/state_store.hpp"
 #include "controller/safed/status_report.hpp"
@@ -72,6 +74,19 @@ class Safed {
         // which --state-dir does not change (slurmctld reads safe.yaml, not safed's command line).
         shape_publisher_(cluster_shape_path(config.controller.state_dir)) {
     health_.started = now_s();
+    const HaConfig& ha = config.controller.ha;
+    if (ha.enabled()) {
+      // A call must end well inside the lease; each thread has its own client.
+      EtcdEndpoints endpoints{ha.etcd_endpoints, std::min(1000LL, ha.lease_ttl_s * 1000LL / 3)};
+      leader_etcd_ = std::make_unique<EtcdClient>(endpoints);
+      journal_etcd_ = std::make_unique<EtcdClient>(endpoints);
+      journal_ = std::make_unique<EtcdJournal>(*journal_etcd_, ha.prefix);
+      LeadershipPolicy policy{ha.lease_ttl_s, std::min(1000LL, ha.lease_ttl_s * 1000LL / 4), 500};
+      leadership_ = std::make_unique<Leadership>(*leader_etcd_, journal_->leader_key(), "http://" + settings.listen,
+                                                 policy);
+      acting_ = false;
+      health_.role = "standby";
+    }
   }
 
   int run();
@@ -80,6 +95,11 @@ class Safed {
   std::unique_ptr<FailoverPlanner> make_planner(const SafeConfig& c);
   ControllerData api_data();
   void probe_loop();
+  // controller.ha: keeps the lease (its own thread), and, in the main loop, acts on the role:
+  // a standby follows the journal, an instance that became active catches up with it first.
+  void leadership_loop();
+  bool act_on_role();
+  bool follow_journal();
   void reload_config();
   void reconcile_pass();
   void watch_clock();
@@ -123,6 +143,15 @@ class Safed {
   long long failed_passes_ = 0;  // in a row
   std::string shape_error_, licenses_error_, credential_error_;  // the last ones logged: each is logged once
   std::chrono::steady_clock::time_point next_pass_ = std::chrono::steady_clock::now();
+  // controller.ha (all null without): the election on its thread's client, the journal on the
+  // main loop's.
+  std::unique_ptr<EtcdClient> leader_etcd_, journal_etcd_;
+  std::unique_ptr<EtcdJournal> journal_;
+  std::unique_ptr<Leadership> leadership_;
+  std::mutex leader_mutex_;            // leadership_
+  std::atomic<bool> acting_{true};     // false while the standby: no pass, no probe, no action
+  long long acting_token_ = 0;         // the fencing token the journal writes under
+  std::string follow_error_;           // the last one logged
 };
 
 std::unique_ptr<FailoverPlanner> Safed::make_planner(const SafeConfig& c) {
@@ -156,6 +185,10 @@ ControllerData Safed::api_data() {
       },
       [this](const std::string& node) {
         std::lock_guard lock(mutex_);
+        if (!acting_)
+          return Status(Error{"this safed is the standby; the active one is at " +
+                              (health_.active_url.empty() ? std::string("an address etcd does not know yet")
+                                                          : health_.active_url)});
         Status released = planner_->release_node(node, now_s());
         for (const auto& line : planner_->take_log()) log_line(line);
         return released;
@@ -173,7 +206,7 @@ void Safed::probe_loop() {
     {
       std::lock_guard lock(mutex_);
       probe = planner_->config().controller.slurmd_probe;
-      if (probe.interval_ms > 0 && health_.slurm_ok) targets = detector_.targets(*planner_);
+      if (probe.interval_ms > 0 && health_.slurm_ok && acting_) targets = detector_.targets(*planner_);
       targets_pass = planner_->pass();
     }
     auto round_start = std::chrono::steady_clock::now();
@@ -195,6 +228,95 @@ void Safed::probe_loop() {
       health_.nodes_resumed = detector_.resumed();
     }
     sleep_until(round_start + std::chrono::milliseconds(probe.interval_ms > 0 ? probe.interval_ms : 1000));
+  }
+}
+
+void Safed::leadership_loop() {
+  auto log_all = [this] {
+    for (const auto& line : leadership_->take_log()) log_line(line);
+  };
+  while (!stop_) {
+    auto round = std::chrono::steady_clock::now();
+    {
+      std::lock_guard lock(leader_mutex_);
+      leadership_->tick(steady_ms());
+      log_all();
+    }
+    sleep_until(round + std::chrono::milliseconds(250));
+  }
+  // A safed that stops gives the role up at once rather than at the end of its lease.
+  std::lock_guard lock(leader_mutex_);
+  leadership_->resign(steady_ms());
+  log_all();
+}
+
+bool Safed::act_on_role() {
+  long long now = steady_ms();
+  bool leading;
+  long long token;
+  {
+    std::lock_guard lock(leader_mutex_);
+    leading = leadership_->leading(now);
+    token = leadership_->token();
+    std::lock_guard health_lock(mutex_);
+    health_.active_url = leadership_->holder();
+  }
+  std::lock_guard lock(mutex_);
+  if (!leading) {
+    if (acting_) {
+      // Lost: whatever the pass in flight wrote after this was fenced.
+      store_.set_journal(nullptr);
+      journal_->set_token(0);
+      acting_ = false;
+      acting_token_ = 0;
+      health_.role = "standby";
+      log_line("safed: standby: stopped acting");
+    }
+    follow_journal();
+    health_.journal_position = store_.journal_seq();
+    return false;
+  }
+  if (token != acting_token_) {
+    // Active (again, or under a new token): the store must hold the whole journal first, so that
+    // every open failover goes on from its last recorded phase.
+    store_.set_journal(nullptr);
+    acting_ = false;
+    if (!follow_journal()) return false;
+    journal_->set_token(token);
+    store_.set_journal(journal_.get());
+    planner_ = make_planner(planner_->config());
+    acting_token_ = token;
+    acting_ = true;
+    health_.role = "active";
+    log_line("safed: active: the state store holds the journal up to entry " + std::to_string(store_.journal_seq()) +
+             "; open failovers go on from their recorded phases");
+  }
+  health_.journal_position = store_.journal_seq();
+  return true;
+}
+
+bool Safed::follow_journal() {
+  for (;;) {
+    std::string error;
+    try {
+      auto entries = journal_->entries_after(store_.journal_seq(), 4);
+      if (!entries) {
+        error = "cannot read the journal in etcd: " + entries.error();
+      } else if (entries->empty()) {
+        if (!follow_error_.empty()) log_line("safed: the journal is followed again");
+        follow_error_.clear();
+        return true;
+      } else {
+        for (const auto& [seq, changeset] : *entries) store_.apply_journal_entry(seq, changeset);
+        continue;
+      }
+    } catch (const std::exception& e) {
+      error = std::string(e.what()) + "; stop safed, move " + db_path_ +
+              " aside and start it again: it replays the journal from etcd";
+    }
+    if (error != follow_error_) log_line("safed: standby: " + error);
+    follow_error_ = error;
+    return false;
   }
 }
 
@@ -404,6 +526,13 @@ int Safed::run() {
   std::error_code ec;
   std::filesystem::create_directories(config_.controller.state_dir, ec);
   std::thread probe_thread([this] { probe_loop(); });
+  std::thread leadership_thread;
+  if (leadership_) {
+    leadership_thread = std::thread([this] { leadership_loop(); });
+    log_line("safed: high availability: elected in etcd (" + config_.controller.ha.etcd_endpoints.front() +
+             (config_.controller.ha.etcd_endpoints.size() > 1 ? ", ..." : "") + ") under " +
+             config_.controller.ha.prefix + "; standby until it holds the lease");
+  }
   log_line("safed: started; config " + settings_.config_path + ", state " + db_path_ + ", listening on " +
            settings_.listen);
   if (!is_loopback(host_))
@@ -411,11 +540,12 @@ int Safed::run() {
              "the network in clear text; keep controller.listen on 127.0.0.1 or put TLS in front (docs/security.md)");
   while (!stop_) {
     if (reload_.exchange(false)) reload_config();
-    reconcile_pass();
+    if (!leadership_ || act_on_role()) reconcile_pass();
     wait_for_next_pass();
   }
   log_line("safed: stopping");
   probe_thread.join();
+  if (leadership_thread.joinable()) leadership_thread.join();
   http.stop();
   return 0;
 }

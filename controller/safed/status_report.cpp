@@ -74,6 +74,12 @@ std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& hea
   const PlannerCounters& c = planner.counters();
   m << "# HELP safe_controller_up 1 when the last pass read Slurm successfully.\n# TYPE safe_controller_up gauge\n"
     << "safe_controller_up " << (health.slurm_ok ? 1 : 0) << "\n";
+  m << "# HELP safe_controller_active 1 when this safed acts (the active instance, or the only one).\n"
+       "# TYPE safe_controller_active gauge\n"
+    << "safe_controller_active " << (health.role == "standby" ? 0 : 1) << "\n";
+  m << "# HELP safe_journal_position The last entry of the replicated state store's journal this safed holds "
+       "(controller.ha; 0 without).\n# TYPE safe_journal_position gauge\n"
+    << "safe_journal_position " << health.journal_position << "\n";
   m << "# HELP safe_reconcile_duration_seconds Duration of the last reconcile pass.\n"
        "# TYPE safe_reconcile_duration_seconds gauge\n"
     << "safe_reconcile_duration_seconds " << health.last_pass_ms / 1000.0 << "\n";
@@ -166,6 +172,8 @@ std::string render_status_json(FailoverPlanner& planner, const ControllerHealth&
   json_object_set_new(ctl, "last_pass_ms", json_real(health.last_pass_ms));
   json_object_set_new(ctl, "slurm_ok", json_boolean(health.slurm_ok));
   json_object_set_new(ctl, "slurm_error", json_utf8(health.slurm_error));
+  json_object_set_new(ctl, "role", json_utf8(health.role));
+  json_object_set_new(ctl, "active_url", json_utf8(health.active_url));
   json_object_set_new(ctl, "failovers_last_minute", json_integer(planner.rate_limit_used(now)));
   json_object_set_new(ctl, "rate_limit_per_minute", json_integer(planner.config().failover.rate_limit_per_minute));
   json_object_set_new(root, "controller", ctl);

@@ -23,6 +23,11 @@ struct ControllerHealth {
   std::size_t probe_targets = 0;
   double probe_round_ms = 0;
   long long nodes_downed = 0, nodes_resumed = 0;  // since safed started
+  // With controller.ha: "active" or "standby", and the active instance's API URL as etcd has it;
+  // "single" without.
+  std::string role = "single";
+  std::string active_url;
+  long long journal_position = 0;  // the last journal entry the state store holds
 };
 
 std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& health, long long now);

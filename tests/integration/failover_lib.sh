@@ -135,6 +135,22 @@ down_leaves_no_network() {
     ! ip -o -4 addr show | grep -q " $subnet\." || fail "an address in $subnet.0/24 is left after down"
 }
 
+# failover_in_grace SCRIPT OUT LOG: a 2-node trainer job (SCRIPT, output OUT) whose GPU 1 on its
+# first node is lost, up to safed's checkpoint signal (in safed's LOG). No checkpoint directory:
+# the grace period (8 s) runs out in full, a window to kill safed in. Sets job, bad (the node) and
+# t0 (ms, the fault).
+failover_in_grace() {
+    job=$(sbatch --parsable -N2 --gpus-per-node=1 --safe-retries=3 --safe-ckpt-signal=USR1@8 \
+        -o "$2" "$1" --steps 100000 --rate 10)
+    wait_for "[[ \$(job_field $job JobState) == RUNNING ]]" 30
+    bad=$(scontrol show hostnames "$(job_field "$job" NodeList)" | head -n1)
+    # A real fault the health checker drains the node for (a drain by hand, it would resume).
+    # shellcheck disable=SC2034  # for the tests that call it
+    t0=$(now_ms)
+    safectl inject --node "$bad" --gpu 1 --fault lost >/dev/null
+    wait_for "grep -q 'job $job: checkpoint signal' $3" 15 "tail $3"
+}
+
 # safed_pid: the safed of the cluster in use. stop_safed: stops it (SIGTERM: it closes its store)
 # and keeps its command line in safed_cmd, for a test to start it again as it needs.
 safed_pid() { cluster_pids_of "$SAFE_CLUSTER_DIR" safed | head -n1; }

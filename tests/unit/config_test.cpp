@@ -58,6 +58,9 @@ const ErrorCase kErrorCases[] = {
     {"section_not_mapping", "health: 5\n", 1, 9, "health: expects a mapping of keys"},
     {"list_expected", "failover:\n  infra_exit_codes: 75\n", 2, 21, "expects a list of integers"},
     {"list_item_range", "failover:\n  infra_exit_codes: [75, 300]\n", 2, 26, "infra_exit_codes[1]: expects an integer 1..255"},
+    {"ha_endpoint_not_a_url", "controller:\n  ha:\n    etcd_endpoints: [10.0.0.1:2379]\n", 3, 22,
+     "expects http://HOST:PORT of an etcd member"},
+    {"ha_ttl_below_etcds_least", "controller:\n  ha:\n    lease_ttl_s: 1\n", 3, 18, "2..60"},
     {"string_list_item_bad", "failover:\n  retry_classes: [node_fault, oops]\n", 2, 31, "retry_classes[1]: expects a failure class"},
     {"workspaces_not_list", "workspaces:\n  name: ml\n", 2, 3, "workspaces: expects a list"},
     {"workspace_item_not_mapping", "workspaces:\n  - ml\n", 2, 5, "workspaces[0]: expects a mapping"},
@@ -116,6 +119,14 @@ const ValidCase kValidCases[] = {
        EXPECT_EQ(c.controller.listen, "127.0.0.1:9810");
        EXPECT_EQ(c.failover.infra_exit_codes, std::vector<int>{75});
        EXPECT_EQ(c.health.thresholds.ecc_correctable_max, 10000);
+     }},
+    {"controller_ha", "controller:\n  ha:\n    etcd_endpoints: [http://10.0.0.1:2379, \"http://[::1]:2379\"]\n"
+     "    prefix: /safe/c1\n    lease_ttl_s: 5\n",
+     [](const SafeConfig& c) {
+       EXPECT_TRUE(c.controller.ha.enabled());
+       EXPECT_EQ(2u, c.controller.ha.etcd_endpoints.size());
+       EXPECT_EQ("/safe/c1", c.controller.ha.prefix);
+       EXPECT_EQ(5, c.controller.ha.lease_ttl_s);
      }},
     {"comments_only", "# nothing here\n\n",
      [](const SafeConfig& c) { EXPECT_EQ(c.admission.max_retries, 50); }},

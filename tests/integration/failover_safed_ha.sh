@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# failover_safed_ha.sh: two safed instances elected in etcd (safe-cluster up --safed-ha: lease
+# TTL 2 s), on a cluster of their own (4 nodes). The active one is killed (SIGKILL) in the middle of a
+# failover, after it sent the checkpoint signal and before the requeue:
+#  - the standby takes over within 5 s and finishes that failover: exactly one requeue, the job
+#    running again, and the history the first instance wrote (the signal) in the second's store;
+#  - the killed instance, started again, is the standby: it takes no action and its store catches
+#    up with the journal;
+#  - both killed and started again at once: one becomes active, no action is repeated.
+# (Before: safed had no standby; with one safed killed, failovers waited for a human.)
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=../lib/cluster_test.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
+# shellcheck source-path=SCRIPTDIR source=failover_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/failover_lib.sh"
+
+own_cluster_dirs sfha
+"$SAFE_CLUSTER_BIN" up --dir "$dir" --nodes 4 --safe --safed-ha >/dev/null
+use_cluster "$dir"
+url_1=$SAFE_CONTROLLER_URL url_2=$SAFE_CONTROLLER_URL_2
+log_1=$dir/log/safed.out log_2=$dir/log/safed-2.out
+
+# instance_pid N: the pid of safed instance N (1: state in DIR/safed, 2: DIR/safed-2).
+instance_pid() {
+    local state=$dir/safed
+    (($1 == 1)) || state=$dir/safed-$1
+    "$SAFE_CLUSTER_BIN" pids --dir "$dir" | awk -v s="--state-dir $state" 'index($0, s) && substr($0, length($0) - length(s) + 1) == s { print $1 }'
+}
+# start_instance N: starts instance N again with the command line it had.
+declare -A instance_cmd=()
+remember_instance() { instance_cmd[$1]=$(tr '\0' ' ' <"/proc/$(instance_pid "$1")/cmdline"); }
+start_instance() {
+    local out=$log_1
+    (($1 == 1)) || out=$log_2
+    # shellcheck disable=SC2086  # the command line as it was: no argument has a space
+    (SAFE_CLUSTER_DIR=$dir SLURM_CONF=$SLURM_CONF setsid ${instance_cmd[$1]} </dev/null >>"$out" 2>&1 &)
+}
+requeues_recorded() { safectl job "$1" --json | jq '[.actions[] | select(.action == "requeue")] | length'; }
+
+remember_instance 1
+remember_instance 2
+write_trainer_script "$work/job.sh"
+failover_in_grace "$work/job.sh" "$work/out" "$log_1"
+kill -KILL "$(instance_pid 1)"
+killed=$(now_ms)
+wait_for "grep -q 'safed: active' $log_2" 10 "tail $log_2"
+takeover=$(($(now_ms) - killed))
+echo "the standby took over $takeover ms after the active safed was killed"
+((takeover <= 5000)) || fail "takeover took $takeover ms (more than 5 s)"
+export SAFE_CONTROLLER_URL=$url_2
+wait_for "runs_again $job 1 $((t0 / 1000))" 40 "scontrol show job $job; tail -n 20 $log_2"
+mttr=$(($(now_ms) - t0))
+wait_passes 5  # a repeated requeue would have been made in one of these passes
+assert_eq 1 "$(job_field "$job" Restarts)" "Slurm's restart count of job $job"
+assert_eq 1 "$(requeues_recorded "$job")" "requeues in the second instance's history"
+safectl job "$job" --json | jq -e '[.actions[] | select(.action == "checkpoint signal")] | length == 1' >/dev/null ||
+    fail "the first instance's checkpoint signal is not in the second's history: $(safectl job "$job" --json | jq -c '.actions')"
+
+# The killed instance comes back as the standby and follows the journal.
+start_instance 1
+wait_for "[[ -n \$(instance_pid 1) ]]" 10
+wait_for "[[ \$(curl -sf $url_1/metrics | awk '\$1 == \"safe_controller_active\" { print \$2 }') == 0 ]]" 15 "tail $log_1"
+wait_passes 3
+journal_position() { curl -sf "$1/metrics" | awk '$1 == "safe_journal_position" { print $2 }'; }
+wait_for "[[ \$(journal_position $url_1) == \$(journal_position $url_2) ]]" 15 "tail $log_1"
+assert_eq 1 "$(SAFE_CONTROLLER_URL=$url_1 requeues_recorded "$job")" "requeues in the first instance's store"
+
+# Both killed and started again at once.
+kill -KILL "$(instance_pid 1)" "$(instance_pid 2)"
+wait_for "[[ -z \$(instance_pid 1)\$(instance_pid 2) ]]" 10
+start_instance 1
+start_instance 2
+wait_for "[[ \$(grep -c 'safed: active: the state store' $log_1 $log_2 | awk -F: '{ n += \$2 } END { print n }') -ge 3 ]]" 15 "tail $log_1 $log_2"
+active_url=$url_1
+[[ $(curl -sf "$url_2/metrics" | awk '$1 == "safe_controller_active" { print $2 }') != 1 ]] || active_url=$url_2
+SAFE_CONTROLLER_URL=$active_url wait_passes 5
+assert_eq 1 "$(job_field "$job" Restarts)" "Slurm's restart count of job $job after both restarted"
+assert_eq 1 "$(SAFE_CONTROLLER_URL=$active_url requeues_recorded "$job")" "requeues after both restarted"
+assert_eq RUNNING "$(job_field "$job" JobState)" "state of job $job"
+scancel "$job"
+safectl inject --node "$bad" --gpu 1 --fault clear >/dev/null
+echo "PASS: failover_safed_ha (active safed killed after the signal: standby active in $((takeover / 100))00 ms, one requeue, running again after $((mttr / 1000)) s; both restarted: no action repeated)"
