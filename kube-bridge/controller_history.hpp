@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -24,14 +25,16 @@ class ControllerHistory {
 
 // Over libcurl, 0.5 s at most per call, authenticated with a munge credential of the bridge's own
 // user (an admin of safed's: the bridge shows each user only their own jobs itself); after a
-// failure it stays quiet for 10 s so that a dead controller costs the API nothing.
+// failure it stays quiet for 10 s so that a dead controller costs the API nothing. `base_url`
+// gives safed's URL for each call ("": none): a fixed one, or the active instance's
+// (controller.ha), which changes hands.
 class CurlControllerHistory : public ControllerHistory {
  public:
-  explicit CurlControllerHistory(std::string base_url) : base_(std::move(base_url)) {}
+  explicit CurlControllerHistory(std::function<std::string()> base_url) : base_url_(std::move(base_url)) {}
   std::optional<std::string> job_history(std::uint32_t job_id, long long submitted) override;
 
  private:
-  std::string base_;
+  std::function<std::string()> base_url_;
   std::atomic<long long> quiet_until_ms_{0};
 };
 

@@ -23,12 +23,14 @@ size_t collect(char* data, size_t size, size_t n, void* out) {
 }  // namespace
 
 std::optional<std::string> CurlControllerHistory::job_history(std::uint32_t job_id, long long submitted) {
-  if (base_.empty() || now_ms() < quiet_until_ms_) return std::nullopt;
+  if (now_ms() < quiet_until_ms_) return std::nullopt;
+  std::string base = base_url_();
+  if (base.empty()) return std::nullopt;
   auto credential = new_munge_credential();
   if (!credential) return std::nullopt;
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
   if (!curl) return std::nullopt;
-  std::string url = base_ + "/api/v1/jobs/" + std::to_string(job_id), body;
+  std::string url = base + "/api/v1/jobs/" + std::to_string(job_id), body;
   if (submitted > 0) url += "?submitted=" + std::to_string(submitted);
   std::string auth = "Authorization: Munge " + *credential;
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(curl_slist_append(nullptr, auth.c_str()),

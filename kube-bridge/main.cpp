@@ -6,12 +6,15 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "common/authenticator.hpp"
 #include "common/config.hpp"
 #include "common/user_directory.hpp"
+#include "controller/safed/etcd_client.hpp"
 #include "kube-bridge/bridge_api.hpp"
 #include "kube-bridge/controller_history.hpp"
 #include "kube-bridge/http_server.hpp"
@@ -123,12 +126,35 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "safe-kube-bridge: Kubernetes target on %s, namespace %s\n", connection->server.c_str(),
                  kc.namespace_.c_str());
   }
-  // safed, when deployed: $SAFE_CONTROLLER_URL, else kube_bridge.controller_url.
+  // safed, when deployed: $SAFE_CONTROLLER_URL, else kube_bridge.controller_url, else with
+  // controller.ha the active instance as etcd has it (looked up again every 5 s at most).
   const char* controller_env = std::getenv("SAFE_CONTROLLER_URL");
   std::string controller_url = controller_env && *controller_env ? controller_env : kb.controller_url;
   while (!controller_url.empty() && controller_url.back() == '/') controller_url.pop_back();
-  safe::bridge::CurlControllerHistory history(controller_url);
-  if (!controller_url.empty()) api.set_controller_history(&history);
+  std::function<std::string()> controller_base = [controller_url] { return controller_url; };
+  const safe::HaConfig& ha = loaded.config->controller.ha;
+  if (controller_url.empty() && ha.enabled()) {
+    struct Active {
+      std::mutex mutex;
+      std::string url;
+      std::chrono::steady_clock::time_point read_at{};
+      bool read = false;
+    };
+    auto active = std::make_shared<Active>();
+    controller_base = [active, ha] {
+      std::lock_guard lock(active->mutex);
+      auto now = std::chrono::steady_clock::now();
+      if (!active->read || now - active->read_at > std::chrono::seconds(5)) {
+        auto url = safe::active_controller_url(ha);
+        active->url = url ? *url : "";
+        active->read_at = now;
+        active->read = true;
+      }
+      return active->url;
+    };
+  }
+  safe::bridge::CurlControllerHistory history(controller_base);
+  if (!controller_url.empty() || ha.enabled()) api.set_controller_history(&history);
   safe::bridge::BridgeHttpServer server(http, api);
   if (auto started = server.start(); !started) {
     std::fprintf(stderr, "safe-kube-bridge: %s; %s\n", started.error().c_str(),

@@ -18,6 +18,7 @@
 #include "common/json_value.hpp"
 #include "common/lemon_detection.hpp"
 #include "controller/safectl/commands.hpp"
+#include "controller/safed/etcd_client.hpp"
 #include "controller/safed/failover_planner.hpp"
 #include "common/slurm/libslurm.hpp"
 
@@ -31,10 +32,16 @@ struct Common {
   bool json = false;
 };
 
-// $SAFE_CONTROLLER_URL, else http://<controller.listen> from safe.yaml.
+// $SAFE_CONTROLLER_URL, else the active safed as etcd has it (controller.ha), else
+// http://<controller.listen> from safe.yaml.
 std::string default_url() {
   if (const char* u = std::getenv("SAFE_CONTROLLER_URL"); u && *u) return u;
   ConfigResult config = load_config_file(config_path_from_env());
+  if (config.ok() && config.config->controller.ha.enabled()) {
+    auto active = active_controller_url(config.config->controller.ha);
+    if (active) return *active;
+    std::cerr << "safectl: cannot find the active safed: " << active.error() << "; trying controller.listen\n";
+  }
   return "http://" + (config.ok() ? config.config->controller.listen : ControllerConfig{}.listen);
 }
 

@@ -159,6 +159,64 @@ Status EtcdClient::revoke(long long lease) {
   return ok_status();
 }
 
+Result<std::optional<std::string>> EtcdClient::read(const std::string& key) {
+  auto answer = post("/v3/kv/range", "{\"key\":\"" + base64_encode(key) + "\"}");
+  if (!answer) return Error{answer.error()};
+  auto j = parse(*answer);
+  if (!j) return Error{j.error()};
+  const json_t* kv = json_array_get(json_object_get(j->get(), "kvs"), 0);
+  if (!kv) return std::optional<std::string>();
+  auto value = base64_decode(json_string_or(kv, "value"), Base64::standard);
+  if (!value) return Error{"etcd's answer has a value that is not base64"};
+  return std::optional<std::string>(std::move(*value));
+}
+
+Status EtcdClient::put(const std::string& key, const std::string& value, long long lease) {
+  auto answer = post("/v3/kv/put", "{\"key\":\"" + base64_encode(key) + "\",\"value\":\"" + base64_encode(value) +
+                                       "\",\"lease\":\"" + std::to_string(lease) + "\"}");
+  if (!answer) return Error{answer.error()};
+  return ok_status();
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> EtcdClient::list(const std::string& prefix) {
+  auto answer = post("/v3/kv/range", "{\"key\":\"" + base64_encode(prefix) + "\",\"range_end\":\"" +
+                                         base64_encode(prefix_range_end(prefix)) + "\",\"limit\":\"1000\"}");
+  if (!answer) return Error{answer.error()};
+  auto j = parse(*answer);
+  if (!j) return Error{j.error()};
+  std::vector<std::pair<std::string, std::string>> out;
+  std::size_t i;
+  const json_t* kv;
+  json_array_foreach(json_object_get(j->get(), "kvs"), i, kv) {
+    auto key = base64_decode(json_string_or(kv, "key"), Base64::standard);
+    auto value = base64_decode(json_string_or(kv, "value"), Base64::standard);
+    if (!key || !value) return Error{"etcd's answer has a key or value that is not base64"};
+    out.emplace_back(std::move(*key), std::move(*value));
+  }
+  return out;
+}
+
+std::string prefix_range_end(std::string prefix) {
+  while (!prefix.empty()) {
+    if (static_cast<unsigned char>(prefix.back()) < 0xff) {
+      ++prefix.back();
+      return prefix;
+    }
+    prefix.pop_back();
+  }
+  return std::string(1, '\0');  // etcd's "every key"
+}
+
+std::string leader_key(const std::string& prefix) { return prefix + "/leader"; }
+
+Result<std::string> active_controller_url(const HaConfig& ha) {
+  EtcdClient etcd({ha.etcd_endpoints, 1000});
+  auto url = etcd.read(leader_key(ha.prefix));
+  if (!url) return Error{"cannot read " + leader_key(ha.prefix) + " in etcd: " + url.error()};
+  if (!*url) return Error{"no safed is active (etcd has no " + leader_key(ha.prefix) + ")"};
+  return **url;
+}
+
 Result<LeaderKey> EtcdClient::create_if_absent(const std::string& key, const std::string& value, long long lease) {
   std::string k = base64_encode(key);
   std::string body = "{\"compare\":[{\"key\":\"" + k +

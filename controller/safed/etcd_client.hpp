@@ -4,9 +4,12 @@
 // travel base64-encoded, 64-bit numbers as JSON strings.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "common/config.hpp"
 #include "controller/safed/leadership.hpp"
 
 namespace safe {
@@ -24,6 +27,13 @@ class EtcdClient : public LeaseStore {
   Result<long long> keep_alive(long long lease) override;
   Status revoke(long long lease) override;
   Result<LeaderKey> create_if_absent(const std::string& key, const std::string& value, long long lease) override;
+  Status put(const std::string& key, const std::string& value, long long lease) override;
+
+  // Every key that starts with `prefix`, with its value, in key order.
+  Result<std::vector<std::pair<std::string, std::string>>> list(const std::string& prefix);
+
+  // The value of `key`; nullopt when it does not exist.
+  Result<std::optional<std::string>> read(const std::string& key);
 
   // The answer to a POST of `body` to `path` on the first endpoint that answers (HTTP 200); the
   // last error otherwise. Public for the fenced writes built on it.
@@ -33,6 +43,15 @@ class EtcdClient : public LeaseStore {
   EtcdEndpoints endpoints_;
   std::size_t preferred_ = 0;  // the endpoint that answered last
 };
+
+// The range_end that makes a range request read every key starting with `prefix` (etcdctl
+// --prefix): the prefix with its last byte raised by one.
+std::string prefix_range_end(std::string prefix);
+
+// The key the active safed holds, its value the instance's API URL (controller.ha.prefix).
+std::string leader_key(const std::string& prefix);
+// The API URL of the active safed, as etcd has it: for safectl and the REST bridge.
+Result<std::string> active_controller_url(const HaConfig& ha);
 
 // The parsers of the gateway's answers, apart for the unit tests.
 Result<long long> parse_lease_grant(const std::string& answer);

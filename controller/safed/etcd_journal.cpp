@@ -11,19 +11,6 @@ namespace {
 
 std::string b64(const std::string& s) { return base64_encode(s); }
 
-// "key" and "range_end" of every key that starts with `prefix`: the prefix with its last byte
-// raised by one, as etcdctl --prefix does.
-std::string prefix_end(std::string prefix) {
-  while (!prefix.empty()) {
-    if (static_cast<unsigned char>(prefix.back()) < 0xff) {
-      ++prefix.back();
-      return prefix;
-    }
-    prefix.pop_back();
-  }
-  return std::string(1, '\0');
-}
-
 std::string padded(long long n) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "%020lld", n);
@@ -92,7 +79,7 @@ Result<std::string> EtcdJournal::read_parts(long long seq, long long token, long
   std::string from = dir;
   // A page at a time: each part is up to part_bytes_, an answer must stay under etcd's limits.
   while (got < count) {
-    auto answer = etcd_.post("/v3/kv/range", "{\"key\":\"" + b64(from) + "\",\"range_end\":\"" + b64(prefix_end(dir)) +
+    auto answer = etcd_.post("/v3/kv/range", "{\"key\":\"" + b64(from) + "\",\"range_end\":\"" + b64(prefix_range_end(dir)) +
                                                  "\",\"limit\":\"1\"}");
     if (!answer) return Error{answer.error()};
     auto j = parse_object(*answer);
@@ -111,7 +98,7 @@ Result<std::string> EtcdJournal::read_parts(long long seq, long long token, long
 Result<std::vector<std::pair<long long, std::string>>> EtcdJournal::entries_after(long long seq, int limit) {
   std::string dir = prefix_ + "/journal/";
   auto answer = etcd_.post("/v3/kv/range", "{\"key\":\"" + b64(entry_key(seq + 1)) + "\",\"range_end\":\"" +
-                                               b64(prefix_end(dir)) + "\",\"limit\":\"" + std::to_string(limit) + "\"}");
+                                               b64(prefix_range_end(dir)) + "\",\"limit\":\"" + std::to_string(limit) + "\"}");
   if (!answer) return Error{answer.error()};
   auto j = parse_object(*answer);
   if (!j) return Error{j.error()};

@@ -29,7 +29,7 @@ class EtcdJournal : public StoreJournal {
   // Up to `limit` entries after `seq`, in order: (seq, changeset).
   Result<std::vector<std::pair<long long, std::string>>> entries_after(long long seq, int limit);
 
-  std::string leader_key() const { return prefix_ + "/leader"; }
+  std::string leader_key() const { return safe::leader_key(prefix_); }
 
  private:
   std::string entry_key(long long seq) const;

@@ -30,6 +30,12 @@ void Leadership::tick(long long now_ms) {
     }
     deadline_ms_ = lease_end;
   }
+  if (!announce_key_.empty() && (announced_lease_ != lease_ || announced_value_ != announce_value_)) {
+    Status put = store_.put(announce_key_, announce_value_, lease_);
+    if (!put) return store_error("cannot write " + announce_key_, put.error());
+    announced_lease_ = lease_;
+    announced_value_ = announce_value_;
+  }
   Result<LeaderKey> key = store_.create_if_absent(key_, me_, lease_);
   if (!key) return store_error("cannot read or create the leader key " + key_, key.error());
   if (erring_) log_.push_back("safed: etcd answers again");
@@ -50,16 +56,21 @@ void Leadership::tick(long long now_ms) {
   }
 }
 
-void Leadership::resign(long long now_ms) {
+void Leadership::resign(long long now_ms, const std::string& why) {
   if (lease_) {
     Status revoked = store_.revoke(lease_);
     if (!revoked) store_error("cannot revoke its lease (it expires in " + std::to_string(policy_.ttl_s) + " s)",
                               revoked.error());
   }
-  if (leader_) lose("resigned");
+  if (leader_) lose(why);
   lease_ = 0;
   // No campaign before the others had a chance: a resigning leader should not win again at once.
   next_renew_ms_ = now_ms + policy_.ttl_s * 1000;
+}
+
+void Leadership::announce(const std::string& key, const std::string& value) {
+  announce_key_ = key;
+  announce_value_ = value;
 }
 
 void Leadership::lose(const std::string& why) {

@@ -33,6 +33,8 @@ class LeaseStore {
   // Creates `key` = `value` under `lease` unless the key exists; the key as it is afterwards (ours,
   // or the one already there).
   virtual Result<LeaderKey> create_if_absent(const std::string& key, const std::string& value, long long lease) = 0;
+  // Sets `key` = `value` under `lease` (it goes with the lease).
+  virtual Status put(const std::string& key, const std::string& value, long long lease) = 0;
 };
 
 struct LeadershipPolicy {
@@ -58,8 +60,12 @@ class Leadership {
   long long token() const { return leader_ ? token_ : 0; }
   // The holder of the key as last seen ("" when none was seen).
   const std::string& holder() const { return holder_; }
-  // Gives the key up at once (revokes the lease): another instance may take it.
-  void resign(long long now_ms);
+  // Gives the key up at once (revokes the lease): another instance may take it. `why` is logged.
+  void resign(long long now_ms, const std::string& why = "resigned");
+  // A key kept under this instance's lease, so that it is gone when the instance is: written
+  // (at the next tick) whenever the value or the lease changes. The instances tell each other
+  // what they see this way (safed: whether it reaches Slurm).
+  void announce(const std::string& key, const std::string& value);
   std::vector<std::string> take_log();
 
  private:
@@ -76,6 +82,9 @@ class Leadership {
   long long token_ = 0;
   std::string holder_;
   bool erring_ = false;
+  std::string announce_key_, announce_value_;
+  long long announced_lease_ = 0;  // the lease the announcement was last written under
+  std::string announced_value_;
   std::vector<std::string> log_;
 };
 

@@ -99,6 +99,7 @@ class Safed {
   // a standby follows the journal, an instance that became active catches up with it first.
   void leadership_loop();
   bool act_on_role();
+  void stop_acting();  // under mutex_
   bool follow_journal();
   void reload_config();
   void reconcile_pass();
@@ -152,6 +153,15 @@ class Safed {
   std::atomic<bool> acting_{true};     // false while the standby: no pass, no probe, no action
   long long acting_token_ = 0;         // the fencing token the journal writes under
   std::string follow_error_;           // the last one logged
+  // Asked of the leadership thread: the active instance cannot reach Slurm and another can.
+  std::atomic<bool> resign_requested_{false};
+  std::string resign_reason_;          // under leader_mutex_
+  std::optional<long long> slurm_checked_at_;  // the standby's last look at Slurm (steady s)
+  std::string member_key() const { return config_.controller.ha.prefix + "/members/http://" + settings_.listen; }
+  // Whether this instance reaches Slurm, for the others (Leadership::announce); the active one
+  // resigns when it does not and another does.
+  void announce_slurm(bool reachable);
+  std::optional<std::string> other_reaching_slurm();
 };
 
 std::unique_ptr<FailoverPlanner> Safed::make_planner(const SafeConfig& c) {
@@ -239,6 +249,7 @@ void Safed::leadership_loop() {
     auto round = std::chrono::steady_clock::now();
     {
       std::lock_guard lock(leader_mutex_);
+      if (resign_requested_.exchange(false)) leadership_->resign(steady_ms(), resign_reason_);
       leadership_->tick(steady_ms());
       log_all();
     }
@@ -254,24 +265,30 @@ bool Safed::act_on_role() {
   long long now = steady_ms();
   bool leading;
   long long token;
+  std::string holder;
   {
     std::lock_guard lock(leader_mutex_);
     leading = leadership_->leading(now);
     token = leadership_->token();
-    std::lock_guard health_lock(mutex_);
-    health_.active_url = leadership_->holder();
+    holder = leadership_->holder();
   }
-  std::lock_guard lock(mutex_);
-  if (!leading) {
-    if (acting_) {
-      // Lost: whatever the pass in flight wrote after this was fenced.
-      store_.set_journal(nullptr);
-      journal_->set_token(0);
-      acting_ = false;
-      acting_token_ = 0;
-      health_.role = "standby";
-      log_line("safed: standby: stopped acting");
+  if (!leading && !acting_) {
+    // A standby that reaches Slurm tells the active one, which may then resign to it. Without
+    // mutex_: a call may wait on an unreachable slurmctld, and the API must answer meanwhile;
+    // nothing else calls libslurm while this instance is the standby (no pass, no probe).
+    long long tick = steady_s();
+    if (!slurm_checked_at_ || tick - *slurm_checked_at_ >= 2) {
+      slurm_checked_at_ = tick;
+      announce_slurm(static_cast<bool>(slurm_->load_licenses()));
     }
+  }
+  // From here on mutex_, and within it leader_mutex_ at times: the only thread that takes both
+  // takes them in this order.
+  std::lock_guard lock(mutex_);
+  health_.active_url = holder;
+  if (!leading) {
+    // Lost: whatever the pass in flight wrote after this was fenced.
+    if (acting_) stop_acting();
     follow_journal();
     health_.journal_position = store_.journal_seq();
     return false;
@@ -292,7 +309,46 @@ bool Safed::act_on_role() {
              "; open failovers go on from their recorded phases");
   }
   health_.journal_position = store_.journal_seq();
+  announce_slurm(failures_ == 0);
+  // Cut off from slurmctld but not from etcd, it would hold the role and do nothing: it hands it
+  // to an instance that reaches Slurm. A Slurm down for all resigns no one.
+  if (failures_ >= 3) {
+    if (auto other = other_reaching_slurm()) {
+      std::string why = "resigned: Slurm unreachable for " + std::to_string(failures_) + " passes (" +
+                        health_.slurm_error + "), while the safed at " + *other + " reaches it";
+      {
+        std::lock_guard leader_lock(leader_mutex_);
+        resign_reason_ = why;
+      }
+      resign_requested_ = true;  // the leadership thread revokes the lease
+      stop_acting();
+      return false;
+    }
+  }
   return true;
+}
+
+void Safed::stop_acting() {
+  store_.set_journal(nullptr);
+  journal_->set_token(0);
+  acting_ = false;
+  acting_token_ = 0;
+  health_.role = "standby";
+  log_line("safed: standby: stopped acting");
+}
+
+void Safed::announce_slurm(bool reachable) {
+  std::lock_guard lock(leader_mutex_);
+  leadership_->announce(member_key(), reachable ? "slurm reachable" : "slurm unreachable");
+}
+
+std::optional<std::string> Safed::other_reaching_slurm() {
+  const std::string prefix = config_.controller.ha.prefix + "/members/";
+  auto members = journal_etcd_->list(prefix);
+  if (!members) return std::nullopt;
+  for (const auto& [key, value] : *members)
+    if (key != member_key() && value == "slurm reachable") return key.substr(prefix.size());
+  return std::nullopt;
 }
 
 bool Safed::follow_journal() {

@@ -151,6 +151,23 @@ failover_in_grace() {
     wait_for "grep -q 'job $job: checkpoint signal' $3" 15 "tail $3"
 }
 
+# start_idle_job: a 1-node, 1-GPU SaFE job (2 retries) that sleeps and ignores the checkpoint
+# signal, its script and output in $work; returns once it runs and safed has passed over it
+# twice. Sets job and node.
+start_idle_job() {
+    cat >"$work/job.sh" <<'JOB'
+#!/bin/bash
+trap '' USR1
+while true; do sleep 1; done
+JOB
+    chmod +x "$work/job.sh"
+    job=$(sbatch --parsable -N1 --gres=gpu:1 --safe-retries=2 -o "$work/job.out" "$work/job.sh")
+    wait_for "[[ \$(job_field $job JobState) == RUNNING ]]" 30 "scontrol show job $job"
+    # shellcheck disable=SC2034  # for the tests that call it
+    node=$(job_field "$job" NodeList)
+    wait_passes 2
+}
+
 # safed_pid: the safed of the cluster in use. stop_safed: stops it (SIGTERM: it closes its store)
 # and keeps its command line in safed_cmd, for a test to start it again as it needs.
 safed_pid() { cluster_pids_of "$SAFE_CLUSTER_DIR" safed | head -n1; }

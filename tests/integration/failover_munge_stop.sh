@@ -26,16 +26,7 @@ own_cluster_dirs sfms
 use_cluster "$dir"
 log=$dir/log/safed.out
 
-cat >"$work/job.sh" <<'JOB'
-#!/bin/bash
-trap '' USR1
-while true; do sleep 1; done
-JOB
-chmod +x "$work/job.sh"
-job=$(sbatch --parsable -N1 --gres=gpu:1 --safe-retries=2 -o "$work/job.out" "$work/job.sh")
-wait_for "[[ \$(job_field $job JobState) == RUNNING ]]" 30 "scontrol show job $job"
-node=$(job_field "$job" NodeList)
-wait_passes 2
+start_idle_job
 
 t0_s=$(date +%s)
 "$SAFE_CLUSTER_BIN" munge-stop --dir "$dir" --node "$node" >/dev/null

@@ -4,6 +4,7 @@
 # failover, after it sent the checkpoint signal and before the requeue:
 #  - the standby takes over within 5 s and finishes that failover: exactly one requeue, the job
 #    running again, and the history the first instance wrote (the signal) in the second's store;
+#    safectl and the REST bridge, given no URL, find the second instance in etcd;
 #  - the killed instance, started again, is the standby: it takes no action and its store catches
 #    up with the journal;
 #  - both killed and started again at once: one becomes active, no action is repeated.
@@ -39,6 +40,17 @@ requeues_recorded() { safectl job "$1" --json | jq '[.actions[] | select(.action
 
 remember_instance 1
 remember_instance 2
+
+# A workload through the REST bridge, which shows safed's history of it (the Attempt event).
+token=$(scontrol token username=root lifespan=600 | sed -n 's/^SLURM_JWT=//p')
+workload=$(curl -sSf -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+    -d '{"name":"ha","workspace":"ml","retries":1,"command":["true"],"gpusPerNode":1}' \
+    "$SAFE_BRIDGE_URL/api/v1/workloads" | jq -r .id)
+bridge_events() {
+    curl -sf -H "Authorization: Bearer $token" "$SAFE_BRIDGE_URL/api/v1/workloads/$workload/events" |
+        jq -r '[.items[].type] | join(" ")'
+}
+wait_for '[[ $(bridge_events) == *Attempt* ]]' 30 bridge_events
 write_trainer_script "$work/job.sh"
 failover_in_grace "$work/job.sh" "$work/out" "$log_1"
 kill -KILL "$(instance_pid 1)"
@@ -53,6 +65,12 @@ mttr=$(($(now_ms) - t0))
 wait_passes 5  # a repeated requeue would have been made in one of these passes
 assert_eq 1 "$(job_field "$job" Restarts)" "Slurm's restart count of job $job"
 assert_eq 1 "$(requeues_recorded "$job")" "requeues in the second instance's history"
+# safectl and the REST bridge find the active instance in etcd (controller.ha in SAFE_CONFIG)
+# when not given one: the first is dead, only the second can answer.
+assert_eq 1 "$(env -u SAFE_CONTROLLER_URL safectl job "$job" --json | jq '.failovers | length')" \
+    "failovers safectl found without a URL"
+# The workload the bridge ran before the kill: its attempt, from safed's history, again.
+wait_for '[[ $(bridge_events) == *Attempt* ]]' 30 bridge_events
 safectl job "$job" --json | jq -e '[.actions[] | select(.action == "checkpoint signal")] | length == 1' >/dev/null ||
     fail "the first instance's checkpoint signal is not in the second's history: $(safectl job "$job" --json | jq -c '.actions')"
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 
 #include "controller/safed/etcd_client.hpp"
 
@@ -45,7 +46,23 @@ class FakeEtcd : public LeaseStore {
     if (!leases_.count(lease)) return Error{"etcdserver: requested lease not found"};
     return keys_[key] = {value, ++revision_, lease};
   }
+  Status put(const std::string& key, const std::string& value, long long lease) override {
+    if (!reachable) return Error{"connection refused"};
+    expire();
+    if (!leases_.count(lease)) return Error{"etcdserver: requested lease not found"};
+    auto& k = keys_[key];
+    if (!k.token) k.token = ++revision_;
+    k.holder = value;
+    k.lease = lease;
+    return ok_status();
+  }
   void del(const std::string& key) { keys_.erase(key); }
+  std::optional<std::string> value(const std::string& key) {
+    expire();
+    auto it = keys_.find(key);
+    if (it == keys_.end()) return std::nullopt;
+    return it->second.holder;
+  }
 
  private:
   struct Lease {
@@ -170,6 +187,17 @@ TEST_F(LeadershipTest, AKeyDeletedAndCreatedAgainIsANewLeadership) {
   run(1000, &a);
   EXPECT_TRUE(a.leading(now));
   EXPECT_EQ(3, a.token()) << "writes fenced by the old token must fail";
+}
+
+TEST_F(LeadershipTest, AnAnnouncementLivesWithItsInstancesLeaseAndFollowsItsValue) {
+  b.announce("/safe/members/b", "slurm reachable");
+  run(100);
+  EXPECT_EQ("slurm reachable", etcd.value("/safe/members/b"));
+  b.announce("/safe/members/b", "slurm unreachable");
+  run(1000);
+  EXPECT_EQ("slurm unreachable", etcd.value("/safe/members/b"));
+  run(5000, &a);  // b gone: its lease ends, and its announcement with it
+  EXPECT_FALSE(etcd.value("/safe/members/b").has_value());
 }
 
 TEST(EtcdGateway, ParsesGrantKeepAliveAndTheCampaignAsEtcd34AnswersThem) {
