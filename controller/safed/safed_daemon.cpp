@@ -21,6 +21,7 @@
 #include "controller/safed/dead_node_detector.hpp"
 #include "controller/safed/deadline_reader.hpp"
 #include "controller/safed/etcd_journal.hpp"
+#include "controller/safed/fenced_slurm_actions.hpp"
 #include "controller/safed/failover_planner.hpp"
 #include "controller/safed/job_files.hpp"
 #include "controller/safed/leadership.hpp"
@@ -67,9 +68,10 @@ class Safed {
         const std::atomic<bool>& stop, std::atomic<bool>& reload)
       : settings_(settings), host_(std::move(host)), port_(port), config_(config), stop_(stop), reload_(reload),
         db_path_(settings.state_dir + "/safed.sqlite"), store_(db_path_), read_store_(db_path_),
-        slurm_(make_libslurm_client()), user_reader_({}, now_s), evidence_reader_({}, now_s),
+        slurm_(make_libslurm_client()), actions_(*slurm_, [this] { return may_act(); }),
+        user_reader_({}, now_s), evidence_reader_({}, now_s),
         files_(config.health.state_dir + "/evidence", user_reader_, evidence_reader_),
-        planner_(make_planner(config)), detector_(*slurm_, store_),
+        planner_(make_planner(config)), detector_(actions_, store_),
         // Where the job_submit plugin reads the cluster shape: safe.yaml's controller.state_dir,
         // which --state-dir does not change (slurmctld reads safe.yaml, not safed's command line).
         shape_publisher_(cluster_shape_path(config.controller.state_dir)) {
@@ -86,6 +88,8 @@ class Safed {
                                                  policy);
       acting_ = false;
       health_.role = "standby";
+      // A standby's store changes only by the journal: a write of its own would make it diverge.
+      store_.set_require_journal(true);
     }
   }
 
@@ -100,6 +104,9 @@ class Safed {
   void leadership_loop();
   bool act_on_role();
   void stop_acting();  // under mutex_
+  // True without controller.ha; with it, while this instance holds the lease under the token it
+  // acts with. Called under mutex_, right before each change sent to Slurm.
+  bool may_act();
   bool follow_journal();
   void reload_config();
   void reconcile_pass();
@@ -123,6 +130,9 @@ class Safed {
   StateStore store_;
   StateStore read_store_;  // the HTTP thread's own connection (WAL: readers do not block)
   std::unique_ptr<SlurmClient> slurm_;
+  // What the planner and the detector change in Slurm goes through here: with controller.ha, only
+  // while this instance holds the lease (may_act).
+  FencedSlurmActions actions_;
   // Job files are read on workers with a deadline, never under `mutex_` (deadline_reader.hpp).
   DeadlineReader user_reader_;
   DeadlineReader evidence_reader_;
@@ -153,8 +163,12 @@ class Safed {
   std::atomic<bool> acting_{true};     // false while the standby: no pass, no probe, no action
   long long acting_token_ = 0;         // the fencing token the journal writes under
   std::string follow_error_;           // the last one logged
-  // Asked of the leadership thread: the active instance cannot reach Slurm and another can.
+  // Asked of the leadership thread: the active instance cannot reach Slurm and another can, or
+  // cannot bring its store up to the journal.
   std::atomic<bool> resign_requested_{false};
+  std::atomic<bool> leadership_stop_{false};  // set once the main loop and the probes have ended
+  int catch_up_failures_ = 0;                 // in a row, while holding the lease
+  long long logged_token_ = 0;                // the last token "active" was logged for
   std::string resign_reason_;          // under leader_mutex_
   std::optional<long long> slurm_checked_at_;  // the standby's last look at Slurm (steady s)
   std::string member_key() const { return config_.controller.ha.prefix + "/members/http://" + settings_.listen; }
@@ -165,7 +179,7 @@ class Safed {
 };
 
 std::unique_ptr<FailoverPlanner> Safed::make_planner(const SafeConfig& c) {
-  auto p = std::make_unique<FailoverPlanner>(c, *slurm_, store_, files_, slurm_->output_pattern_dialect());
+  auto p = std::make_unique<FailoverPlanner>(c, actions_, store_, files_, slurm_->output_pattern_dialect());
   p->set_credential_lifetime(credential_lifetime_s_);
   p->set_user_names([this](std::uint32_t uid) {
     auto user = user_cache_.get(uid, std::time(nullptr));
@@ -223,6 +237,8 @@ void Safed::probe_loop() {
     if (!targets.empty()) {
       auto results = probe_slurmds(targets, probe.timeout_ms, probe.max_in_flight);
       std::lock_guard lock(mutex_);
+      // The role may have changed hands while the probes ran: a standby acts on nothing.
+      if (!acting_) continue;
       try {
         detector_.apply(results, *planner_, {probe.failures, 2, probe.restart_grace_s * 1000LL}, steady_ms(), now_s());
       } catch (const std::exception& e) {
@@ -245,15 +261,15 @@ void Safed::leadership_loop() {
   auto log_all = [this] {
     for (const auto& line : leadership_->take_log()) log_line(line);
   };
-  while (!stop_) {
-    auto round = std::chrono::steady_clock::now();
+  // Until the main loop and the probe thread have ended: the lease outlives the last action.
+  while (!leadership_stop_) {
     {
       std::lock_guard lock(leader_mutex_);
       if (resign_requested_.exchange(false)) leadership_->resign(steady_ms(), resign_reason_);
       leadership_->tick(steady_ms());
       log_all();
     }
-    sleep_until(round + std::chrono::milliseconds(250));
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   // A safed that stops gives the role up at once rather than at the end of its lease.
   std::lock_guard lock(leader_mutex_);
@@ -262,13 +278,12 @@ void Safed::leadership_loop() {
 }
 
 bool Safed::act_on_role() {
-  long long now = steady_ms();
   bool leading;
   long long token;
   std::string holder;
   {
     std::lock_guard lock(leader_mutex_);
-    leading = leadership_->leading(now);
+    leading = leadership_->leading(steady_ms());  // the time once the lock is held
     token = leadership_->token();
     holder = leadership_->holder();
   }
@@ -294,19 +309,34 @@ bool Safed::act_on_role() {
     return false;
   }
   if (token != acting_token_) {
-    // Active (again, or under a new token): the store must hold the whole journal first, so that
-    // every open failover goes on from its last recorded phase.
+    // Active (again, under a new token, or after a pass that failed): the store must hold the
+    // whole journal first, so that every open failover goes on from its last recorded phase.
     store_.set_journal(nullptr);
     acting_ = false;
-    if (!follow_journal()) return false;
+    if (!follow_journal()) {
+      // One that cannot catch up (its store diverged, etcd unreadable) hands the role on.
+      if (++catch_up_failures_ >= 3) {
+        {
+          std::lock_guard leader_lock(leader_mutex_);
+          resign_reason_ = "resigned: cannot bring the state store up to the journal: " + follow_error_;
+        }
+        resign_requested_ = true;
+        catch_up_failures_ = 0;
+      }
+      return false;
+    }
+    catch_up_failures_ = 0;
     journal_->set_token(token);
     store_.set_journal(journal_.get());
     planner_ = make_planner(planner_->config());
     acting_token_ = token;
     acting_ = true;
+    failures_ = 0;  // Slurm's errors as a standby saw them are no reason to resign at once
     health_.role = "active";
-    log_line("safed: active: the state store holds the journal up to entry " + std::to_string(store_.journal_seq()) +
-             "; open failovers go on from their recorded phases");
+    if (token != logged_token_)
+      log_line("safed: active: the state store holds the journal up to entry " + std::to_string(store_.journal_seq()) +
+               "; open failovers go on from their recorded phases");
+    logged_token_ = token;
   }
   health_.journal_position = store_.journal_seq();
   announce_slurm(failures_ == 0);
@@ -326,6 +356,12 @@ bool Safed::act_on_role() {
     }
   }
   return true;
+}
+
+bool Safed::may_act() {
+  if (!leadership_) return true;
+  std::lock_guard lock(leader_mutex_);
+  return acting_token_ != 0 && leadership_->leading(steady_ms()) && leadership_->token() == acting_token_;
 }
 
 void Safed::stop_acting() {
@@ -457,6 +493,9 @@ void Safed::reconcile_pass() {
     // that cannot be written (a full disk) holds every action back until it can.
     ++failed_passes_;
     ++health_.failed_passes;
+    // With controller.ha: the journal may hold an entry the store does not (appended, then the
+    // COMMIT failed): catch up with it before the next pass.
+    if (leadership_) acting_token_ = 0;
     std::string error = e.what();
     if (error != pass_error_)
       log_line("safed: reconcile pass failed: " + error + "; safed takes no action it cannot record and retries every "
@@ -601,6 +640,7 @@ int Safed::run() {
   }
   log_line("safed: stopping");
   probe_thread.join();
+  leadership_stop_ = true;
   if (leadership_thread.joinable()) leadership_thread.join();
   http.stop();
   return 0;

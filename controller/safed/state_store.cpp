@@ -381,6 +381,8 @@ void StateStore::exec(const char* sql) {
 
 void StateStore::begin() {
   rollback();  // a transaction a failed pass left open must not swallow this one
+  if (require_journal_ && !journal_ && !applying_)
+    throw std::runtime_error("safed: state store: this safed is not the active one: its store changes by the journal only");
   exec("BEGIN");
   if (!journal_) return;
   if (sqlite3session_create(db_, "main", &session_) != SQLITE_OK || sqlite3session_attach(session_, nullptr) != SQLITE_OK) {
@@ -445,6 +447,11 @@ void StateStore::apply_journal_entry(long long seq, const std::string& changeset
   if (seq != have + 1)
     throw std::runtime_error("safed: state store: journal entry " + std::to_string(seq) + " cannot follow entry " +
                              std::to_string(have) + " (entries missing)");
+  applying_ = true;
+  struct Done {
+    bool& flag;
+    ~Done() { flag = false; }
+  } done{applying_};
   begin();
   // The entry moves journal_position from seq - 1 to seq: a store that diverged from the
   // journal's (another writer, a lost entry) conflicts there, or on its rows, and the entry is

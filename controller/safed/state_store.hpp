@@ -142,6 +142,9 @@ class StateStore {
   // as one entry, SQLite's changeset of it, before it commits; writes outside begin() and commit()
   // are transactions of their own. Throws from commit() when the journal refuses the entry.
   void set_journal(StoreJournal* journal);
+  // A standby's store (require = true): a transaction without a journal throws, so that nothing
+  // but apply_journal_entry changes it (a write of its own would make it diverge from the journal).
+  void set_require_journal(bool require) { require_journal_ = require; }
   // The number of the last journal entry this store holds (0: none).
   long long journal_seq();
   // Applies the journal entry `seq` (a standby's store, which writes no journal of its own). Throws,
@@ -205,6 +208,8 @@ class StateStore {
   sqlite3* db_ = nullptr;
   sqlite3_session* session_ = nullptr;
   StoreJournal* journal_ = nullptr;
+  bool require_journal_ = false;
+  bool applying_ = false;  // inside apply_journal_entry
   std::unordered_map<std::string, sqlite3_stmt*> statements_;
 };
 

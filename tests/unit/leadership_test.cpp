@@ -8,6 +8,8 @@
 #include <optional>
 
 #include "controller/safed/etcd_client.hpp"
+#include "controller/safed/fenced_slurm_actions.hpp"
+#include "tests/unit/fake_slurm.hpp"
 
 namespace safe {
 namespace {
@@ -198,6 +200,23 @@ TEST_F(LeadershipTest, AnAnnouncementLivesWithItsInstancesLeaseAndFollowsItsValu
   EXPECT_EQ("slurm unreachable", etcd.value("/safe/members/b"));
   run(5000, &a);  // b gone: its lease ends, and its announcement with it
   EXPECT_FALSE(etcd.value("/safe/members/b").has_value());
+}
+
+TEST(FencedSlurmActions, NothingReachesSlurmOnceTheRoleIsGone) {
+  testing::FakeSlurm slurm;
+  slurm.nodes.push_back(SlurmNode{});
+  slurm.nodes.back().name = "n1";
+  bool active = true;
+  FencedSlurmActions actions(slurm, [&] { return active; });
+  EXPECT_TRUE(actions.drain_node("n1", "SaFE-quarantine: x"));
+  active = false;
+  Status refused = actions.down_node("n1", "SaFE-unreachable: x");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(std::string::npos, refused.error().find("no longer the active one"));
+  EXPECT_FALSE(actions.requeue(7));
+  EXPECT_EQ(1, slurm.count("drain n1"));
+  EXPECT_EQ(0, slurm.count("down n1"));
+  EXPECT_EQ(0, slurm.count("requeue"));
 }
 
 TEST(EtcdGateway, ParsesGrantKeepAliveAndTheCampaignAsEtcd34AnswersThem) {

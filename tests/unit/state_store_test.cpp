@@ -195,6 +195,18 @@ TEST(StoreJournal, ATransactionTheJournalRefusesIsRolledBack) {
   EXPECT_EQ(1, journal.entries[0].first) << "numbering goes on where it stopped";
 }
 
+TEST(StoreJournal, AStandbysStoreTakesNoWriteOfItsOwn) {
+  VectorJournal journal;
+  StateStore active(":memory:"), standby(":memory:");
+  active.set_journal(&journal);
+  standby.set_require_journal(true);
+  active.put_job(job_record(7));
+  EXPECT_THROW(standby.log_action({981, {7, 900}, "", "node down", "", true}), std::runtime_error);
+  standby.apply_journal_entry(1, journal.entries[0].second);
+  EXPECT_TRUE(standby.job({7, 900}).has_value()) << "the journal still applies";
+  EXPECT_THROW(standby.put_job(job_record(8)), std::runtime_error) << "and writes stay refused after it";
+}
+
 TEST(StoreJournal, AnEntryOutOfOrderOrForAStoreThatDivergedIsRefusedWhole) {
   VectorJournal journal;
   StateStore active(":memory:"), standby(":memory:"), diverged(":memory:");
