@@ -10,7 +10,7 @@
 #  - munged starts again: Slurm returns the node to service by itself (ReturnToService=2), no one
 #    resumes it.
 # (Before: safed recorded "down: Not responding" as a node fault; with lemon_faults 1 it
-# quarantined a node whose hardware is fine.) Slurm 26.05 keeps such a node in service while a
+# quarantined a node whose hardware is fine.) Slurm 25.11 and 26.05 keep such a node in service while a
 # job runs on it: there the test checks that nothing is counted, drained or restarted.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/cluster_test.sh
@@ -34,10 +34,10 @@ t0_s=$(date +%s)
 # slurmd rejects slurmctld's pings from now on.
 wait_for "grep -q 'REQUEST_PING has authentication error' $dir/log/slurmd-$node.log" 30 "tail -n 5 $dir/log/slurmd-$node.log"
 version=$(slurmctld -V | awk '{ print $2 }')
-if [[ $version =~ ^([0-9]+)\.([0-9]+) ]] && ((10#${BASH_REMATCH[1]} * 100 + 10#${BASH_REMATCH[2]} >= 2605)); then
-    # Slurm 26.05 keeps the node in service all the same while the job's steps run there (it logs
-    # "Node n1 now responding" every ping; measured): there is no DOWN to classify. Nothing may
-    # be counted, drained or restarted.
+if [[ $version =~ ^([0-9]+)\.([0-9]+) ]] && ((10#${BASH_REMATCH[1]} * 100 + 10#${BASH_REMATCH[2]} >= 2511)); then
+    # Slurm 25.11 and 26.05 keep the node in service all the same while the job's steps run
+    # there (they log "Node n1 now responding" every ping; measured): there is no DOWN to
+    # classify. Nothing may be counted, drained or restarted.
     wait_passes 10
     [[ $(scontrol show node "$node") != *DOWN* ]] || fail "Slurm $version set $node DOWN: the test's premise changed"
     "$SAFE_CLUSTER_BIN" munge-start --dir "$dir" --node "$node" >/dev/null
