@@ -26,12 +26,6 @@ size_t on_data(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
-Result<Json> parse(const std::string& answer) {
-  json_error_t err;
-  Json j = json_take(json_loads(answer.c_str(), 0, &err));
-  if (!j || !json_is_object(j.get())) return Error{"etcd's answer is not a JSON object: " + answer.substr(0, 200)};
-  return j;
-}
 
 // A 64-bit number as the gateway writes it: a string of digits; absent is proto3's zero.
 Result<long long> int_field(const json_t* object, const char* key) {
@@ -54,6 +48,13 @@ std::string gateway_error(const json_t* j) {
 }
 
 }  // namespace
+
+Result<Json> parse_etcd_answer(const std::string& answer) {
+  json_error_t err;
+  Json j = json_take(json_loads(answer.c_str(), 0, &err));
+  if (!j || !json_is_object(j.get())) return Error{"etcd's answer is not a JSON object: " + answer.substr(0, 200)};
+  return j;
+}
 
 EtcdClient::EtcdClient(EtcdEndpoints endpoints) : endpoints_(std::move(endpoints)) {
   static const bool initialised = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
@@ -90,7 +91,7 @@ Result<std::string> EtcdClient::post(const std::string& path, const std::string&
     if (rc != CURLE_OK) {
       last_error = endpoints_.urls[at] + ": " + curl_easy_strerror(rc);
     } else {
-      auto j = parse(answer);
+      auto j = parse_etcd_answer(answer);
       std::string why = j ? gateway_error(j->get()) : answer.substr(0, 200);
       last_error = endpoints_.urls[at] + ": HTTP " + std::to_string(status) + (why.empty() ? "" : ": " + why);
     }
@@ -99,7 +100,7 @@ Result<std::string> EtcdClient::post(const std::string& path, const std::string&
 }
 
 Result<long long> parse_lease_grant(const std::string& answer) {
-  auto j = parse(answer);
+  auto j = parse_etcd_answer(answer);
   if (!j) return Error{j.error()};
   std::string refused = json_string_or(j->get(), "error");
   if (!refused.empty()) return Error{"etcd refused the lease: " + refused};
@@ -110,7 +111,7 @@ Result<long long> parse_lease_grant(const std::string& answer) {
 }
 
 Result<long long> parse_keep_alive(const std::string& answer) {
-  auto j = parse(answer);
+  auto j = parse_etcd_answer(answer);
   if (!j) return Error{j.error()};
   const json_t* result = json_object_get(j->get(), "result");
   if (!json_is_object(result)) {
@@ -121,7 +122,7 @@ Result<long long> parse_keep_alive(const std::string& answer) {
 }
 
 Result<LeaderKey> parse_create_if_absent(const std::string& answer, const std::string& value, long long lease) {
-  auto j = parse(answer);
+  auto j = parse_etcd_answer(answer);
   if (!j) return Error{j.error()};
   if (json_is_true(json_object_get(j->get(), "succeeded"))) {
     auto revision = int_field(json_object_get(j->get(), "header"), "revision");
@@ -162,7 +163,7 @@ Status EtcdClient::revoke(long long lease) {
 Result<std::optional<std::string>> EtcdClient::read(const std::string& key) {
   auto answer = post("/v3/kv/range", "{\"key\":\"" + base64_encode(key) + "\"}");
   if (!answer) return Error{answer.error()};
-  auto j = parse(*answer);
+  auto j = parse_etcd_answer(*answer);
   if (!j) return Error{j.error()};
   const json_t* kv = json_array_get(json_object_get(j->get(), "kvs"), 0);
   if (!kv) return std::optional<std::string>();
@@ -182,7 +183,7 @@ Result<std::vector<std::pair<std::string, std::string>>> EtcdClient::list(const 
   auto answer = post("/v3/kv/range", "{\"key\":\"" + base64_encode(prefix) + "\",\"range_end\":\"" +
                                          base64_encode(prefix_range_end(prefix)) + "\",\"limit\":\"1000\"}");
   if (!answer) return Error{answer.error()};
-  auto j = parse(*answer);
+  auto j = parse_etcd_answer(*answer);
   if (!j) return Error{j.error()};
   std::vector<std::pair<std::string, std::string>> out;
   std::size_t i;

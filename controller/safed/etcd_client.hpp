@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "common/json_value.hpp"
 #include "controller/safed/leadership.hpp"
 
 namespace safe {
@@ -52,6 +53,9 @@ std::string prefix_range_end(std::string prefix);
 std::string leader_key(const std::string& prefix);
 // The API URL of the active safed, as etcd has it: for safectl and the REST bridge.
 Result<std::string> active_controller_url(const HaConfig& ha);
+
+// An answer of the gateway as a JSON object, or why it is not one.
+Result<Json> parse_etcd_answer(const std::string& answer);
 
 // The parsers of the gateway's answers, apart for the unit tests.
 Result<long long> parse_lease_grant(const std::string& answer);

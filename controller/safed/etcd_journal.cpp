@@ -27,12 +27,6 @@ bool decode_kv(const json_t* kv, std::string& key, std::string& value) {
   return true;
 }
 
-Result<Json> parse_object(const std::string& answer) {
-  json_error_t err;
-  Json j = json_take(json_loads(answer.c_str(), 0, &err));
-  if (!j || !json_is_object(j.get())) return Error{"etcd's answer is not a JSON object: " + answer.substr(0, 200)};
-  return j;
-}
 
 }  // namespace
 
@@ -64,7 +58,7 @@ Status EtcdJournal::append(long long seq, const std::string& changeset) {
                      "\"success\":[{\"requestPut\":{\"key\":\"" + entry + "\",\"value\":\"" + b64(value) + "\"}}]}";
   auto answer = etcd_.post("/v3/kv/txn", body);
   if (!answer) return Error{answer.error()};
-  auto j = parse_object(*answer);
+  auto j = parse_etcd_answer(*answer);
   if (!j) return Error{j.error()};
   if (!json_is_true(json_object_get(j->get(), "succeeded")))
     return Error{"fenced: " + leader_key() + " is no longer this safed's (token " + std::to_string(token_) +
@@ -82,7 +76,7 @@ Result<std::string> EtcdJournal::read_parts(long long seq, long long token, long
     auto answer = etcd_.post("/v3/kv/range", "{\"key\":\"" + b64(from) + "\",\"range_end\":\"" + b64(prefix_range_end(dir)) +
                                                  "\",\"limit\":\"1\"}");
     if (!answer) return Error{answer.error()};
-    auto j = parse_object(*answer);
+    auto j = parse_etcd_answer(*answer);
     if (!j) return Error{j.error()};
     const json_t* kv = json_array_get(json_object_get(j->get(), "kvs"), 0);
     std::string key, value;
@@ -100,7 +94,7 @@ Result<std::vector<std::pair<long long, std::string>>> EtcdJournal::entries_afte
   auto answer = etcd_.post("/v3/kv/range", "{\"key\":\"" + b64(entry_key(seq + 1)) + "\",\"range_end\":\"" +
                                                b64(prefix_range_end(dir)) + "\",\"limit\":\"" + std::to_string(limit) + "\"}");
   if (!answer) return Error{answer.error()};
-  auto j = parse_object(*answer);
+  auto j = parse_etcd_answer(*answer);
   if (!j) return Error{j.error()};
   std::vector<std::pair<long long, std::string>> out;
   std::size_t i;
