@@ -6,8 +6,9 @@
 #    controllers change hands: no failover, no DOWN.
 #  - Under the backup it fails the job over as under the primary: the dead node DOWN, the job
 #    classified node_fault and running again on healthy nodes, requeued once.
-#  - The primary comes back and takes control back from the backup (from the state the backup
-#    saved): the job runs on and completes with one restart, and safed acts no second time.
+#  - The primary comes back (`ctld-start`: the backup stops, saving its state, the primary starts
+#    from that state, the backup stands by again): the job runs on and completes with one
+#    restart, and safed acts no second time.
 # Prints the backup's takeover time and the time from the node's death to the job running again.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/cluster_test.sh
@@ -43,13 +44,14 @@ assert_contains "$(cat "$log")" "node $dead: set DOWN (SaFE-unreachable: slurmd"
 assert_contains "$(scontrol ping)" "Slurmctld(primary) at $(hostname) is DOWN" "scontrol ping (the backup acted)"
 assert_eq node_fault "$(safed_job "$jobid" '.attempts[0].class')" "class of attempt 1"
 
-# The primary returns; it takes control once the backup has saved its state and stepped down.
+# The primary returns, from the state the backup saved as it stopped.
 primary_log=$dir/log/slurmctld.log
 lines_before=$(wc -l <"$primary_log")
 "$SAFE_CLUSTER_BIN" ctld-start --dir "$dir" >/dev/null 2>&1
 wait_for "tail -n +$((lines_before + 1)) $primary_log | grep -q 'Running as primary controller'" 60 "tail -n 20 $primary_log"
 wait_for "[[ \$(job_field $jobid JobState) == COMPLETED ]]" 120 "scontrol show job $jobid; tail -n 5 $work/out; tail -n 20 $log"
 assert_contains "$(scontrol ping)" "Slurmctld(primary) at $(hostname) is UP" "scontrol ping"
+wait_for "scontrol ping | grep -q 'Slurmctld(backup) at safe-ctl2 is UP'" 30 "scontrol ping"  # standing by again
 assert_eq 1 "$(job_field "$jobid" Restarts)" "Slurm's restart count of job $jobid"
 assert_eq 1 "$(safed_job "$jobid" '.failovers | length')" "failovers of job $jobid"
 assert_eq 1 "$(grep -c "node $dead: set DOWN" "$log")" "DOWNs of $dead in safed's log"
