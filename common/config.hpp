@@ -126,6 +126,16 @@ struct ControllerConfig {
   HaConfig ha;
 };
 
+// Several bridges with a Kubernetes target: the one holding the Lease reconciles, the others
+// serve reads (kube-bridge/kube_lease.hpp).
+struct LeaderElectionConfig {
+  std::string lease;  // a coordination.k8s.io/v1 Lease in the target's namespace; empty: one bridge
+  int lease_duration_s = 15;  // a silent leader's Lease is taken over after this
+  int renew_deadline_s = 10;  // a leader that cannot renew stops reconciling after this
+  int retry_period_s = 2;     // how often the leader renews and the others try
+  bool enabled() const { return !lease.empty(); }
+};
+
 struct KubernetesConfig {
   std::string kubeconfig;  // empty: in-cluster service account
   std::string namespace_ = "safe";
@@ -135,6 +145,7 @@ struct KubernetesConfig {
   // The image of the init container that makes each workload's directory on the checkpoint
   // volume (as root, with CAP_CHOWN only) and gives it to the workload's user.
   std::string setup_image = "busybox:1.36";
+  LeaderElectionConfig leader_election;
 };
 
 // Who may use SaFE's APIs (safed's and the REST bridge's): the credentials Slurm itself accepts.

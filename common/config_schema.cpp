@@ -473,6 +473,25 @@ void read_controller(MapScope& s, ControllerConfig& c) {
   s.section("ha", c.ha, read_ha);
 }
 
+void read_leader_election(MapScope& s, LeaderElectionConfig& l) {
+  s.string("lease", l.lease,
+           regex_rule("([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)?",
+                      "expects a Kubernetes object name (RFC 1123 subdomain) such as safe-kube-bridge, or \"\" for none"));
+  s.integer("lease_duration_s", l.lease_duration_s, 2, 3600);
+  s.integer("renew_deadline_s", l.renew_deadline_s, 1, 3600);
+  s.integer("retry_period_s", l.retry_period_s, 1, 3600);
+  // A leader must stop before a candidate may take over, and try more than once before that.
+  if (l.renew_deadline_s >= l.lease_duration_s)
+    s.context().error(s.mark_of("renew_deadline_s"), s.name("renew_deadline_s") + ": " +
+                                                         std::to_string(l.renew_deadline_s) +
+                                                         " s: keep it below lease_duration_s (" +
+                                                         std::to_string(l.lease_duration_s) + " s)");
+  else if (l.retry_period_s >= l.renew_deadline_s)
+    s.context().error(s.mark_of("retry_period_s"), s.name("retry_period_s") + ": " + std::to_string(l.retry_period_s) +
+                                                       " s: keep it below renew_deadline_s (" +
+                                                       std::to_string(l.renew_deadline_s) + " s)");
+}
+
 void read_kubernetes(MapScope& s, KubernetesConfig& k) {
   s.string("kubeconfig", k.kubeconfig, kOptionalAbsolutePath);
   s.string("namespace", k.namespace_,
@@ -483,6 +502,7 @@ void read_kubernetes(MapScope& s, KubernetesConfig& k) {
   s.string("checkpoint_host_path", k.checkpoint_host_path, kOptionalAbsolutePath);
   s.string("setup_image", k.setup_image,
            regex_rule("[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}", "expects a container image reference"));
+  s.section("leader_election", k.leader_election, read_leader_election);
   if (!k.checkpoint_pvc.empty() && !k.checkpoint_host_path.empty())
     s.context().error(s.mark_of("checkpoint_host_path"),
                       s.name("checkpoint_host_path") + ": set either checkpoint_pvc or checkpoint_host_path, not both");

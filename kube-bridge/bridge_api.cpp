@@ -310,6 +310,7 @@ ApiResponse BridgeApi::stop_or_delete(const Principal& who, const std::string& i
   auto found = find_workload(id, who);
   if (auto* answer = std::get_if<ApiResponse>(&found)) return *answer;
   Found& f = std::get<Found>(found);
+  if (auto refused = f.target->refuses_changes()) return error_response(503, *refused);
   auto phase = f.target->stop(f.workload, remove);
   if (!phase) return error_response(502, phase.error());
   Json body = json_take(json_object());

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <thread>
 
+#include <unistd.h>
+
 #include "common/json_value.hpp"
 #include "kube-bridge/kube_manifests.hpp"
 #include "kube-bridge/kube_node_mark.hpp"
@@ -37,7 +39,38 @@ int holder_of(const KubeWorkload& w) { return w.draining_attempt ? w.draining_at
 
 KubeTarget::KubeTarget(const SafeConfig& config, KubeClient& client, Clock clock)
     : kube_(config.kube_bridge.kubernetes), failover_(config.failover), checkpoint_(config.checkpoint), client_(client),
-      clock_(std::move(clock)) {}
+      clock_(std::move(clock)) {
+  const LeaderElectionConfig& le = kube_.leader_election;
+  if (!le.enabled()) return;
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  lease_api_ = std::make_unique<KubeLeaseApi>(client_, kube_.namespace_, le.lease);
+  elector_ = std::make_unique<LeaseElector>(
+      *lease_api_, std::string(host) + "_" + std::to_string(getpid()),
+      LeaseTiming{std::chrono::seconds(le.lease_duration_s), std::chrono::seconds(le.renew_deadline_s),
+                  std::chrono::seconds(le.retry_period_s)},
+      kube_micro_time_now);
+}
+
+bool KubeTarget::acting() const {
+  if (!elector_) return true;
+  return caught_up_ && std::chrono::steady_clock::now().time_since_epoch().count() < lead_until_.load();
+}
+
+std::string KubeTarget::identity() const { return elector_ ? elector_->identity() : ""; }
+
+std::string KubeTarget::leader() const {
+  std::lock_guard lock(leader_mutex_);
+  return leader_;
+}
+
+std::string KubeTarget::standing_by() const {
+  std::string lead = leader();
+  return "safe: this bridge (" + identity() + ") stands by; the leader" +
+         (lead.empty() ? " is not known yet" : " is " + lead) + " (Lease " + kube_.namespace_ + "/" +
+         kube_.leader_election.lease + "): send creates and stops to the leading bridge, or retry once this one has "
+         "taken over";
+}
 
 int KubeTarget::lead_time(const KubeWorkload& w) const {
   return w.settings.ckpt_signal.seconds.value_or(checkpoint_.grace_s);
@@ -128,6 +161,7 @@ std::optional<KubeTarget::Refusal> KubeTarget::create(const WorkloadSpec& spec, 
     return Refusal{403, "safe: workloads on Kubernetes never run as root; submit as the user the workload should "
                         "run as"};
   std::lock_guard act(act_mutex_);
+  if (!acting()) return Refusal{503, standing_by()};
   if (copy_of(spec.name))
     return Refusal{409, "a Kubernetes workload named '" + spec.name + "' exists; choose another name or delete it first"};
   KubeWorkload w;
@@ -157,6 +191,7 @@ std::vector<KubeWorkload> KubeTarget::list() {
 
 Status KubeTarget::stop(const std::string& name, bool remove) {
   std::lock_guard act(act_mutex_);
+  if (!acting()) return Error{standing_by().substr(6)};  // without "safe: ", which the caller adds
   std::optional<KubeWorkload> w = copy_of(name);
   if (!w) return Error{"no such workload"};
   if (remove) {
@@ -204,7 +239,7 @@ Result<std::vector<KubeTarget::NodeView>> KubeTarget::nodes() {
   return out;
 }
 
-Status KubeTarget::recover() {
+Status KubeTarget::recover(bool tidy) {
   KubeResponse r = client_.request("GET", "/apis/batch/v1/namespaces/" + url_escape(kube_.namespace_) +
                                               "/jobs?labelSelector=" + url_escape(label("workload")));
   if (r.status != 200) return Error{"listing SaFE's Jobs: " + status_message(r)};
@@ -213,15 +248,19 @@ Status KubeTarget::recover() {
   for (const std::string& why : found->unusable)
     std::fprintf(stderr, "safe-kube-bridge: %s: no usable SaFE record; left alone\n", why.c_str());
   std::lock_guard act(act_mutex_);
-  for (auto& [name, w] : found->workloads) {
-    for (int a : found->attempts[name])
-      if (a < holder_of(w)) delete_attempt(name, a);  // left over from a failover the bridge did not finish
+  if (tidy)
+    for (auto& [name, w] : found->workloads)
+      for (int a : found->attempts[name])
+        if (a < holder_of(w)) delete_attempt(name, a);  // left over from a failover the bridge did not finish
+  const std::size_t count = found->workloads.size();
+  {
     std::lock_guard lock(state_mutex_);
-    workloads_.emplace(name, std::move(w));
+    workloads_ = std::move(found->workloads);
   }
-  std::fprintf(stderr, "safe-kube-bridge: %zu Kubernetes workload(s) recovered from their Jobs\n",
-               found->workloads.size());
-  recovered_ = true;
+  if (tidy || !recovered_)
+    std::fprintf(stderr, "safe-kube-bridge: %zu Kubernetes workload(s) %s from their Jobs\n", count,
+                 tidy ? "recovered" : "read");
+  mark_recovered();
   return ok_status();
 }
 
@@ -258,6 +297,8 @@ void KubeTarget::fail_over(KubeWorkload& w, const KubeDecision& d, std::time_t n
                       d.message + "; attempt " + std::to_string(w.attempt) + " starts once the pods of attempt " +
                           std::to_string(w.draining_attempt) + " have stopped (checkpoint signal, at most " +
                           std::to_string(lead_time(w)) + " s)"});
+  std::fprintf(stderr, "safe-kube-bridge: workload %s: failover: %s\n", w.spec.name.c_str(),
+               w.events.back().message.c_str());
   // Not saved: the API server refused the suspension or the record. The failover goes on from
   // memory (the next attempt is created once the old pods stopped or the lead time is over); a
   // bridge restarted before that takes the workload up from the record it last saved.
@@ -278,11 +319,13 @@ void KubeTarget::finish_failover(KubeWorkload& w, std::time_t now) {
     (void)save(w, false);  // logged by save; the workload is Failed in memory either way
     return;
   }
+  std::fprintf(stderr, "safe-kube-bridge: workload %s: attempt %d created\n", w.spec.name.c_str(), w.attempt);
   delete_attempt(w.spec.name, previous);
 }
 
 void KubeTarget::reconcile(const std::string& name) {
   std::lock_guard act(act_mutex_);
+  if (!acting()) return;
   std::optional<KubeWorkload> w = copy_of(name);
   if (!w || !is_active(w->phase)) return;
   reconcile_locked(*w);
@@ -338,6 +381,7 @@ void KubeTarget::give_up(KubeWorkload& w, const KubeDecision& d, bool stop_pods,
   }
   w.phase = WorkloadPhase::failed;
   w.events.push_back({"Failed", now, w.attempt, d.message});
+  std::fprintf(stderr, "safe-kube-bridge: workload %s: failed: %s\n", w.spec.name.c_str(), d.message.c_str());
   (void)save(w, stop_pods);  // logged by save; the workload is Failed in memory either way
 }
 
@@ -349,6 +393,7 @@ void KubeTarget::poll_hangs() {
   };
   std::vector<Due> due;
   std::time_t now = clock_();
+  if (!acting()) return;  // a new leader's hangTimeouts start afresh
   {
     std::lock_guard act(act_mutex_);
     std::lock_guard lock(state_mutex_);
@@ -380,7 +425,7 @@ void KubeTarget::poll_hangs() {
     }
     std::lock_guard act(act_mutex_);
     std::optional<KubeWorkload> w = copy_of(d.name);
-    if (!w) continue;
+    if (!w || !acting()) continue;
     HangWatch& h = hang_watch_[d.name];
     if (w->attempt != d.attempt || h.attempt != d.attempt || w->phase != WorkloadPhase::running || w->draining_attempt)
       continue;

@@ -13,6 +13,11 @@
 // the API server, so the REST API's reads never wait on a slow API server; `act_mutex_` lets one
 // actor at a time (a reconcile, a hang verdict, a stop, a create, the recovery) change
 // workloads, from its read of a workload to its write of the result.
+//
+// With kubernetes.leader_election.lease set, several bridges run the target and the one holding
+// the Lease acts (kube_lease); the others stand by: they refresh their workloads from the records
+// every retry period to serve reads, and refuse creates and stops (503). A new leader recovers
+// from the records before it acts.
 #pragma once
 
 #include <sys/types.h>
@@ -23,6 +28,7 @@
 #include <ctime>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stop_token>
@@ -36,6 +42,7 @@
 #include "kube-bridge/kube_attempt.hpp"
 #include "kube-bridge/kube_client.hpp"
 #include "kube-bridge/kube_hang.hpp"
+#include "kube-bridge/kube_lease.hpp"
 #include "kube-bridge/kube_workload_record.hpp"
 #include "kube-bridge/workload_spec.hpp"
 
@@ -70,10 +77,10 @@ class KubeTarget {
   };
   Result<std::vector<NodeView>> nodes();
 
-  // Rebuilds the workloads from the records on SaFE's Jobs in the namespace (after a restart);
-  // Jobs of attempts a record has moved past are deleted. Fails when the Jobs cannot be listed.
-  // Until it has succeeded, create() answers 503.
-  Status recover();
+  // Rebuilds the workloads from the records on SaFE's Jobs in the namespace (after a restart, or
+  // on becoming the leader); with `tidy`, Jobs of attempts a record has moved past are deleted.
+  // Fails when the Jobs cannot be listed. Until it has succeeded, create() answers 503.
+  Status recover(bool tidy = true);
   bool recovered() const { return recovered_; }
   // Starts the threads: recovery (retried until it works), then the watches (pods, nodes), which
   // resume after disconnects, and a one-second tick for failovers waiting on their lead time and
@@ -82,9 +89,21 @@ class KubeTarget {
   void start();
   void reconcile(const std::string& name);
   void reconcile_all();
+  // Whether this bridge acts on its workloads: always without leader election; with it, while it
+  // holds the Lease (renewed within the renew deadline) and has recovered since it took it.
+  bool acting() const;
+  // This bridge's identity in the Lease, and the holder as last read ("" without election).
+  std::string identity() const;
+  std::string leader() const;
+  // What a standby answers to a create or stop: that it stands by, and who leads.
+  std::string standing_by() const;
 
  private:
   void watch_loop(const std::stop_token& stop, const std::string& collection, bool pods);
+  // The leader election thread: tries every retry period; recovers on becoming the leader,
+  // refreshes the workloads while standing by, gives the Lease up when stopped.
+  void elect(const std::stop_token& stop);
+  void mark_recovered();
   // Waits `d`, or less when a stop is requested; true while the thread should go on.
   bool pause(const std::stop_token& stop, std::chrono::milliseconds d);
   // Waits until recovery has succeeded; false when a stop came first.
@@ -128,6 +147,13 @@ class KubeTarget {
   };
   std::map<std::string, HangWatch> hang_watch_;  // guarded by act_mutex_
   std::atomic<bool> recovered_{false};
+  // Leader election (kubernetes.leader_election.lease): null without.
+  std::unique_ptr<KubeLeaseApi> lease_api_;
+  std::unique_ptr<LeaseElector> elector_;
+  std::atomic<bool> caught_up_{false};  // recovered since it took the Lease
+  std::atomic<std::chrono::steady_clock::rep> lead_until_{0};  // leads before this (steady clock)
+  mutable std::mutex leader_mutex_;  // guards leader_
+  std::string leader_;
   std::mutex wake_mutex_;               // with wake_: pauses that a stop or the recovery ends
   std::condition_variable_any wake_;
   std::vector<std::jthread> threads_;  // last: stopped and joined before the members they use go

@@ -82,20 +82,74 @@ void KubeTarget::watch_loop(const std::stop_token& stop, const std::string& coll
   }
 }
 
+void KubeTarget::mark_recovered() {
+  if (recovered_.exchange(true)) return;
+  {
+    std::lock_guard lock(wake_mutex_);  // so that no waiter misses it
+  }
+  wake_.notify_all();
+}
+
+void KubeTarget::elect(const std::stop_token& stop) {
+  const LeaderElectionConfig& le = kube_.leader_election;
+  const std::string lease = kube_.namespace_ + "/" + le.lease;
+  std::fprintf(stderr, "safe-kube-bridge: leader election on Lease %s as %s\n", lease.c_str(), identity().c_str());
+  bool was_leading = false;
+  std::string last_error, last_leader;
+  do {
+    const bool leads = elector_->tick(std::chrono::steady_clock::now());
+    lead_until_ = elector_->lead_until().time_since_epoch().count();
+    {
+      std::lock_guard lock(leader_mutex_);
+      leader_ = elector_->holder();
+    }
+    if (elector_->last_error() != last_error) {
+      last_error = elector_->last_error();
+      if (!last_error.empty())
+        std::fprintf(stderr, "safe-kube-bridge: Lease %s: %s; %s\n", lease.c_str(), last_error.c_str(),
+                     leads ? "still leading until the renew deadline" : "retrying");
+    }
+    if (leads && !was_leading)
+      std::fprintf(stderr, "safe-kube-bridge: leading (Lease %s): recovering, then reconciling\n", lease.c_str());
+    if (!leads && was_leading) {
+      caught_up_ = false;
+      std::fprintf(stderr, "safe-kube-bridge: stopped leading (Lease %s%s%s); standing by\n", lease.c_str(),
+                   leader().empty() ? "" : " held by ", leader().c_str());
+    }
+    if (leads && !caught_up_) {
+      if (recover(true)) {
+        caught_up_ = true;
+        reconcile_all();
+      }
+    } else if (!leads) {
+      if (leader() != last_leader && !leader().empty())
+        std::fprintf(stderr, "safe-kube-bridge: standing by; the leader is %s\n", leader().c_str());
+      (void)recover(false);  // the REST API's reads, from the leader's records
+    }
+    last_leader = leader();
+    was_leading = leads;
+  } while (pause(stop, std::chrono::seconds(le.retry_period_s)));
+  // Stopped: no new action, the one under way finished, then the Lease goes at once.
+  lead_until_ = 0;
+  caught_up_ = false;
+  std::lock_guard act(act_mutex_);
+  elector_->release();
+}
+
 void KubeTarget::start() {
   const std::string ns = url_escape(kube_.namespace_);
-  threads_.reserve(3);
+  threads_.reserve(4);
   threads_.emplace_back([this](std::stop_token stop) {
     std::string last;
-    for (Status recovered = recover(); !recovered; recovered = recover()) {
-      if (recovered.error() != last) std::fprintf(stderr, "safe-kube-bridge: %s; retrying\n", recovered.error().c_str());
-      last = recovered.error();
-      if (!pause(stop, std::chrono::seconds(1))) return;
+    if (elector_) {
+      if (!wait_recovered(stop)) return;  // elect() reads the records
+    } else {
+      for (Status recovered = recover(); !recovered; recovered = recover()) {
+        if (recovered.error() != last) std::fprintf(stderr, "safe-kube-bridge: %s; retrying\n", recovered.error().c_str());
+        last = recovered.error();
+        if (!pause(stop, std::chrono::seconds(1))) return;
+      }
     }
-    {
-      std::lock_guard lock(wake_mutex_);  // so that no waiter misses it
-    }
-    wake_.notify_all();
     // Failovers whose old pods never report back (a dead node) go on when the lead time is over;
     // workloads with a hangTimeout get their pod logs looked at when due.
     while (pause(stop, std::chrono::seconds(1))) {
@@ -116,6 +170,7 @@ void KubeTarget::start() {
   threads_.emplace_back([this](std::stop_token stop) {
     if (wait_recovered(stop)) watch_loop(stop, "/api/v1/nodes", false);
   });
+  if (elector_) threads_.emplace_back([this](std::stop_token stop) { elect(stop); });
 }
 
 }  // namespace safe::bridge

@@ -34,6 +34,11 @@ Result<EventList> KubeWorkloadTarget::events(const ListedWorkload& w) {
   return out;
 }
 
+std::optional<std::string> KubeWorkloadTarget::refuses_changes() {
+  if (kube_.acting()) return std::nullopt;
+  return kube_.standing_by();
+}
+
 Result<std::string> KubeWorkloadTarget::stop(const ListedWorkload& w, bool remove) {
   if (Status stopped = kube_.stop(name_of(w), remove); !stopped) return Error{"safe: " + stopped.error()};
   return std::string(remove ? "Deleted" : "Stopped");

@@ -13,6 +13,7 @@ class KubeWorkloadTarget : public WorkloadTarget {
   Result<WorkloadList> list() override;
   Result<std::optional<ListedWorkload>> find(const std::string& id) override;
   Result<EventList> events(const ListedWorkload& w) override;
+  std::optional<std::string> refuses_changes() override;
   Result<std::string> stop(const ListedWorkload& w, bool remove) override;
   Result<WorkloadLog> logs(const ListedWorkload& w, const LogRequest& request) override;
 

@@ -2,8 +2,8 @@
 // (kube_workload_target.cpp). The REST API routes a request about a workload to the target its
 // id names and answers in the same terms for both: the same view (workload_view.hpp), the same
 // events, the same stop, the same log parameters. A target's errors say what failed; the API
-// answers 503 when a target cannot be read, 502 when it could not stop a workload, 404 for a log
-// it cannot show.
+// answers 503 when a target cannot be read or takes no changes here (a standby bridge), 502 when
+// it could not stop a workload, 404 for a log it cannot show.
 #pragma once
 
 #include <sys/types.h>
@@ -59,6 +59,9 @@ class WorkloadTarget {
   // The workload `id` names; nullopt when there is none.
   virtual Result<std::optional<ListedWorkload>> find(const std::string& id) = 0;
   virtual Result<EventList> events(const ListedWorkload& w) = 0;
+  // Why this target takes no stops or deletes now (a standby bridge: where to send them); nullopt
+  // when it does.
+  virtual std::optional<std::string> refuses_changes() { return std::nullopt; }
   // Stops the workload (`remove`: deletes it, too); the phase to answer.
   virtual Result<std::string> stop(const ListedWorkload& w, bool remove) = 0;
   // Fails with why there is no log to show; an attempt that has not run is such a failure.

@@ -12,47 +12,15 @@
 set -euo pipefail
 # shellcheck source=../lib/cluster_test.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
+# shellcheck source=../lib/kube_double.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/kube_double.sh"
 (($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
 use_cluster "$1"
-src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
-bin=${SAFE_BUILD_DIR:-$src/build}/bin
-work=$(mktemp -d /tmp/safe-kube.XXXXXX)
-pids=()
-cleanup() {
-    local p
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
+kube_test_dirs safe-kube
 
-python3 "$src/tests/kube/kube_api_double.py" --port-file "$work/kport" --token double-token &
-pids+=($!)
-wait_for "[[ -s $work/kport ]]" 10 "echo the double did not start"
-KUBE=http://127.0.0.1:$(cat "$work/kport")
-cat >"$work/kubeconfig" <<EOK
-apiVersion: v1
-kind: Config
-current-context: double
-clusters:
-  - name: double
-    cluster:
-      server: $KUBE
-users:
-  - name: bridge
-    user:
-      token: double-token
-contexts:
-  - name: double
-    context:
-      cluster: double
-      user: bridge
-EOK
-# Workloads on Kubernetes run as their user, never as root: a user of workspace ml submits them.
-ensure_user safe-kube
+start_kube_double
+kube_user_config
 kube_uid=$(id -u safe-kube) kube_gid=$(id -g safe-kube)
-sed -e '/^kube_bridge:/,$d' -e 's/^    users: \[root, safe-member\]/    users: [root, safe-member, safe-kube]/' "$SAFE_CONFIG" >"$work/safe.yaml"
-grep -q 'safe-kube]' "$work/safe.yaml" || fail "could not add safe-kube to workspace ml of $SAFE_CONFIG"
 cat >>"$work/safe.yaml" <<EOY
 kube_bridge:
   kubernetes:

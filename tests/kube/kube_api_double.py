@@ -4,7 +4,9 @@
 It speaks real HTTP/1.1 with the status codes, Status objects, resourceVersion semantics, watch
 streams (?watch=1, JSON lines, 410 Gone for compacted versions, ERROR events) and equality label
 selectors of the real API, for the resources the bridge uses: batch/v1 Jobs, v1 Services, Pods
-(and pods/log, with sinceSeconds and limitBytes) in namespaces, and Nodes (GET, merge-patch). Deletion follows the real rules:
+(and pods/log, with sinceSeconds and limitBytes) and coordination.k8s.io/v1 Leases (PUT replaces
+an object only while metadata.resourceVersion is current, else 409 Conflict, as optimistic
+concurrency on the real API) in namespaces, and Nodes (GET, merge-patch). Deletion follows the real rules:
 DeleteOptions (body or query) with propagationPolicy (a batch/v1 Job orphans its pods unless
 told Background or Foreground) and gracePeriodSeconds; a pod bound to a node is deleted
 gracefully (deletionTimestamp, deletionGracePeriodSeconds, 202, MODIFIED) with its
@@ -48,6 +50,7 @@ COLLECTIONS = {  # path pattern parts -> kind
     ("apis", "batch", "v1", "jobs"): "Job",
     ("api", "v1", "services"): "Service",
     ("api", "v1", "pods"): "Pod",
+    ("apis", "coordination.k8s.io", "v1", "leases"): "Lease",
 }
 
 
@@ -352,6 +355,21 @@ class Handler(BaseHTTPRequestHandler):
                 if options.get("propagationPolicy") not in (None, "Orphan", "Background", "Foreground"):
                     return self.send_json(*status(422, "Invalid", "DeleteOptions.propagationPolicy: Unsupported value"))
                 return self.send_json(*delete_object(kind, ns, name, options))
+            if method == "PUT":
+                new = self.body()
+                if new.get("kind") != kind or new.get("metadata", {}).get("name") != name:
+                    return self.send_json(*status(400, "BadRequest", "the name in the body does not match the name in the URL"))
+                sent_rv = new["metadata"].get("resourceVersion")
+                if not sent_rv:
+                    return self.send_json(*status(422, "Invalid", "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"))
+                if sent_rv != obj["metadata"]["resourceVersion"]:
+                    return self.send_json(*status(409, "Conflict", f'Operation cannot be fulfilled on {kind.lower()}s "{name}": '
+                                                  "the object has been modified; please apply your changes to the latest version and try again"))
+                for k in ("namespace", "uid", "creationTimestamp"):
+                    new["metadata"][k] = obj["metadata"][k]
+                STORE[key] = new
+                bump(kind, ns, "MODIFIED", new)
+                return self.send_json(200, new)
             if method == "PATCH":
                 if self.headers.get("Content-Type") != "application/merge-patch+json":
                     return self.send_json(*status(415, "UnsupportedMediaType", "use application/merge-patch+json"))
@@ -497,6 +515,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_PATCH(self):
         self.dispatch("PATCH")
+
+    def do_PUT(self):
+        self.dispatch("PUT")
 
 
 class Server(ThreadingHTTPServer):

@@ -61,6 +61,11 @@ const ErrorCase kErrorCases[] = {
     {"ha_endpoint_not_a_url", "controller:\n  ha:\n    etcd_endpoints: [10.0.0.1:2379]\n", 3, 22,
      "expects http://HOST:PORT of an etcd member"},
     {"ha_ttl_below_etcds_least", "controller:\n  ha:\n    lease_ttl_s: 1\n", 3, 18, "2..60"},
+    {"lease_renew_not_below_duration",
+     "kube_bridge:\n  kubernetes:\n    leader_election:\n      lease: b\n      lease_duration_s: 10\n      renew_deadline_s: 10\n",
+     6, 25, "renew_deadline_s: 10 s: keep it below lease_duration_s (10 s)"},
+    {"lease_name_not_an_object_name", "kube_bridge:\n  kubernetes:\n    leader_election:\n      lease: My_Lease\n", 4, 14,
+     "expects a Kubernetes object name"},
     {"string_list_item_bad", "failover:\n  retry_classes: [node_fault, oops]\n", 2, 31, "retry_classes[1]: expects a failure class"},
     {"workspaces_not_list", "workspaces:\n  name: ml\n", 2, 3, "workspaces: expects a list"},
     {"workspace_item_not_mapping", "workspaces:\n  - ml\n", 2, 5, "workspaces[0]: expects a mapping"},
@@ -127,6 +132,16 @@ const ValidCase kValidCases[] = {
        EXPECT_EQ(2u, c.controller.ha.etcd_endpoints.size());
        EXPECT_EQ("/safe/c1", c.controller.ha.prefix);
        EXPECT_EQ(5, c.controller.ha.lease_ttl_s);
+     }},
+    {"kube_leader_election", "kube_bridge:\n  kubernetes:\n    leader_election:\n      lease: safe-kube-bridge\n"
+     "      lease_duration_s: 4\n      renew_deadline_s: 3\n      retry_period_s: 1\n",
+     [](const SafeConfig& c) {
+       const LeaderElectionConfig& l = c.kube_bridge.kubernetes.leader_election;
+       EXPECT_TRUE(l.enabled());
+       EXPECT_EQ("safe-kube-bridge", l.lease);
+       EXPECT_EQ(4, l.lease_duration_s);
+       EXPECT_EQ(3, l.renew_deadline_s);
+       EXPECT_EQ(1, l.retry_period_s);
      }},
     {"comments_only", "# nothing here\n\n",
      [](const SafeConfig& c) { EXPECT_EQ(c.admission.max_retries, 50); }},
