@@ -10,21 +10,25 @@
 
 namespace safe::bridge {
 
-LeaseElector::LeaseElector(LeaseApi& api, std::string identity, LeaseTiming timing,
+LeaseElector::LeaseElector(LeaseApi& api, std::string identity, LeaseTiming timing, std::function<Steady()> clock,
                            std::function<std::string()> wall_time)
-    : api_(api), identity_(std::move(identity)), timing_(timing), wall_time_(std::move(wall_time)) {}
+    : api_(api), identity_(std::move(identity)), timing_(timing), clock_(std::move(clock)),
+      wall_time_(std::move(wall_time)) {}
 
 bool LeaseElector::leading(Steady now) const { return held_ && now < lead_until(); }
 
 LeaseElector::Steady LeaseElector::lead_until() const { return held_ ? renewed_at_ + timing_.renew_deadline : Steady{}; }
 
-bool LeaseElector::acquired(const LeaseApi::Answer& a, Steady now) {
+// `sent`: when the write was sent. The lead counts from then, not from the answer: the server may
+// have applied the write at any moment in between, and candidates time from what they read.
+bool LeaseElector::acquired(const LeaseApi::Answer& a, Steady sent, bool continuing) {
   switch (a.kind) {
     case LeaseApi::Answer::ok:
+      if (!continuing) ++term_;
       held_ = true;
-      renewed_at_ = now;
+      renewed_at_ = sent;
       observed_ = a.record;
-      observed_at_ = now;
+      observed_at_ = clock_();
       last_error_.clear();
       return true;
     case LeaseApi::Answer::conflict:
@@ -37,25 +41,28 @@ bool LeaseElector::acquired(const LeaseApi::Answer& a, Steady now) {
       break;
   }
   last_error_ = a.error;
-  return leading(now);
+  return leading(clock_());
 }
 
-bool LeaseElector::tick(Steady now) {
+bool LeaseElector::tick() {
   LeaseApi::Answer current = api_.get();
+  // Read after the answer: the change it shows may have been made just before it was sent.
+  const Steady read_at = clock_();
   const std::string wall = wall_time_();
   if (current.kind == LeaseApi::Answer::failed) {
     last_error_ = current.error;
-    return leading(now);
+    return leading(read_at);
   }
   if (current.kind == LeaseApi::Answer::absent) {
-    LeaseRecord mine{identity_, static_cast<int>(timing_.lease_duration.count() / 1000), wall, wall, 0, ""};
-    return acquired(api_.create(mine), now);
+    LeaseRecord mine{identity_, static_cast<int>(timing_.lease_duration.count() / 1000), wall, wall, 0, "", ""};
+    return acquired(api_.create(mine), clock_(), false);
   }
   // A change of the record restarts the candidate's wait: the holder is alive.
   if (current.record.resource_version != observed_.resource_version || observed_at_ == Steady{}) {
     observed_ = current.record;
-    observed_at_ = now;
+    observed_at_ = read_at;
   }
+  const Steady now = clock_();
   const bool other_holds = !current.record.holder.empty() && current.record.holder != identity_;
   if (other_holds) {
     held_ = false;
@@ -67,10 +74,12 @@ bool LeaseElector::tick(Steady now) {
     next.acquire_time = wall;
     ++next.transitions;
   }
+  // Renewing continues the term only while the lead never lapsed and the record still names it.
+  const bool continuing = leading(now) && current.record.holder == identity_;
   next.holder = identity_;
   next.duration_s = static_cast<int>(timing_.lease_duration.count() / 1000);
   next.renew_time = wall;
-  return acquired(api_.update(next), now);
+  return acquired(api_.update(next), now, continuing);
 }
 
 void LeaseElector::release() {
@@ -95,12 +104,13 @@ std::string answer_error(const KubeResponse& r) {
   return "HTTP " + std::to_string(r.status) + (m.empty() ? "" : ": " + m);
 }
 
-LeaseApi::Answer answer(const KubeResponse& r, int success) {
+// `absent_on_404`: a 404 says the Lease is gone (GET, PUT), not that its namespace is (POST).
+LeaseApi::Answer answer(const KubeResponse& r, int success, bool absent_on_404) {
   LeaseApi::Answer a;
   if (r.status == success) {
     a.kind = LeaseApi::Answer::ok;
     a.record = parse_lease(r.body);
-  } else if (r.status == 404) {
+  } else if (r.status == 404 && absent_on_404) {
     a.kind = LeaseApi::Answer::absent;
   } else if (r.status == 409) {
     a.kind = LeaseApi::Answer::conflict;
@@ -112,42 +122,51 @@ LeaseApi::Answer answer(const KubeResponse& r, int success) {
 
 }  // namespace
 
+// The object as read with the election's fields set: a replace keeps the labels, annotations and
+// spec fields that others put on the Lease.
 std::string KubeLeaseApi::manifest(const LeaseRecord& r) const {
-  Json lease = json_take(json_object());
+  Json lease = json_take(r.object.empty() ? nullptr : json_loadb(r.object.data(), r.object.size(), 0, nullptr));
+  if (!json_is_object(lease.get())) lease = json_take(json_object());
   json_set(lease.get(), "apiVersion", json_str("coordination.k8s.io/v1"));
   json_set(lease.get(), "kind", json_str("Lease"));
-  json_t* metadata = json_object();
+  json_t* metadata = json_object_get(lease.get(), "metadata");
+  if (!json_is_object(metadata)) {
+    metadata = json_object();
+    json_set(lease.get(), "metadata", metadata);
+  }
   json_set(metadata, "name", json_str(name_));
   json_set(metadata, "namespace", json_str(namespace_));
   if (!r.resource_version.empty()) json_set(metadata, "resourceVersion", json_str(r.resource_version));
-  json_set(lease.get(), "metadata", metadata);
-  json_t* spec = json_object();
+  json_t* spec = json_object_get(lease.get(), "spec");
+  if (!json_is_object(spec)) {
+    spec = json_object();
+    json_set(lease.get(), "spec", spec);
+  }
   json_set(spec, "holderIdentity", r.holder.empty() ? json_null() : json_str(r.holder));
   json_set(spec, "leaseDurationSeconds", json_integer(r.duration_s));
   if (!r.acquire_time.empty()) json_set(spec, "acquireTime", json_str(r.acquire_time));
   if (!r.renew_time.empty()) json_set(spec, "renewTime", json_str(r.renew_time));
   json_set(spec, "leaseTransitions", json_integer(r.transitions));
-  json_set(lease.get(), "spec", spec);
   return json_text(lease.get());
 }
 
 LeaseApi::Answer KubeLeaseApi::get() {
   return answer(client_.request("GET", "/apis/coordination.k8s.io/v1/namespaces/" + url_escape(namespace_) +
                                            "/leases/" + url_escape(name_)),
-                200);
+                200, true);
 }
 
 LeaseApi::Answer KubeLeaseApi::create(const LeaseRecord& r) {
   return answer(client_.request("POST", "/apis/coordination.k8s.io/v1/namespaces/" + url_escape(namespace_) + "/leases",
                                 manifest(r)),
-                201);
+                201, false);
 }
 
 LeaseApi::Answer KubeLeaseApi::update(const LeaseRecord& r) {
   return answer(client_.request("PUT", "/apis/coordination.k8s.io/v1/namespaces/" + url_escape(namespace_) +
                                            "/leases/" + url_escape(name_),
                                 manifest(r)),
-                200);
+                200, true);
 }
 
 LeaseRecord parse_lease(std::string_view body) {
@@ -161,6 +180,7 @@ LeaseRecord parse_lease(std::string_view body) {
   r.acquire_time = json_string_or(spec, "acquireTime");
   r.renew_time = json_string_or(spec, "renewTime");
   r.transitions = static_cast<int>(json_integer_value(json_object_get(spec, "leaseTransitions")));
+  r.object = std::string(body);
   return r;
 }
 

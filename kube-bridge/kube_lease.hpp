@@ -25,6 +25,7 @@ struct LeaseRecord {
   std::string renew_time;
   int transitions = 0;  // leaseTransitions
   std::string resource_version;
+  std::string object;  // the Lease as read (JSON): a replace keeps what others set on it
 };
 
 // The Lease object on the API server.
@@ -37,6 +38,7 @@ class LeaseApi {
   };
   virtual ~LeaseApi() = default;
   virtual Answer get() = 0;
+  // A create that finds the Lease made meanwhile is a conflict.
   virtual Answer create(const LeaseRecord& r) = 0;
   // A replace that the server refuses (conflict) unless r.resource_version is still current.
   virtual Answer update(const LeaseRecord& r) = 0;
@@ -51,15 +53,21 @@ struct LeaseTiming {
 class LeaseElector {
  public:
   using Steady = std::chrono::steady_clock::time_point;
-  // `wall_time` gives the RFC 3339 MicroTime written into the record.
-  LeaseElector(LeaseApi& api, std::string identity, LeaseTiming timing, std::function<std::string()> wall_time);
+  // `clock` gives the monotonic time (read before each write and after each read), `wall_time`
+  // the RFC 3339 MicroTime written into the record.
+  LeaseElector(LeaseApi& api, std::string identity, LeaseTiming timing, std::function<Steady()> clock,
+               std::function<std::string()> wall_time);
 
-  // One try to acquire or renew the Lease at `now`; true when this instance leads after it.
-  bool tick(Steady now);
+  // One try to acquire or renew the Lease; true when this instance leads after it.
+  bool tick();
   // Leads: holds the Lease and renewed it less than the renew deadline ago.
   bool leading(Steady now) const;
   // When leading ends without another renewal (a default time point when not holding).
   Steady lead_until() const;
+  // Counts the terms this instance led: a new one starts with every acquisition that does not
+  // continue an unbroken lead (taken from another holder, from nobody, or after a lapse). What
+  // was learnt in an earlier term is stale.
+  long term() const { return term_; }
   // Gives the Lease up (holder emptied) so that a candidate takes over at its next try.
   void release();
 
@@ -70,12 +78,14 @@ class LeaseElector {
   const std::string& last_error() const { return last_error_; }
 
  private:
-  bool acquired(const LeaseApi::Answer& a, Steady now);
+  bool acquired(const LeaseApi::Answer& a, Steady sent, bool continuing);
 
   LeaseApi& api_;
   std::string identity_;
   LeaseTiming timing_;
+  std::function<Steady()> clock_;
   std::function<std::string()> wall_time_;
+  long term_ = 0;
   LeaseRecord observed_;
   Steady observed_at_{};
   bool held_ = false;
@@ -98,7 +108,7 @@ class KubeLeaseApi : public LeaseApi {
   std::string name_;
 };
 
-// The record in a Lease object's JSON (empty holder when the object has none).
+// The record in a Lease object's JSON (empty holder when the object has none), the JSON kept.
 LeaseRecord parse_lease(std::string_view body);
 // Now as a Kubernetes MicroTime (2026-12-03T10:00:00.123456Z).
 std::string kube_micro_time_now();

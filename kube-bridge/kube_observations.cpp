@@ -114,6 +114,14 @@ bool job_is_suspended(std::string_view body) {
   return json_is_true(json_object_get(json_object_get(parse(body).get(), "spec"), "suspend"));
 }
 
+bool job_is_attempt(std::string_view body, const std::string& workload, int attempt) {
+  Json job = parse(body);
+  const json_t* labels = json_object_get(json_object_get(job.get(), "metadata"), "labels");
+  const std::string prefix(kKubePrefix);
+  return json_string_or(labels, (prefix + "workload").c_str()) == workload &&
+         json_string_or(labels, (prefix + "attempt").c_str()) == std::to_string(attempt);
+}
+
 std::string log_pod(std::string_view pod_list) {
   Json list = parse(pod_list);
   const json_t* items = json_object_get(list.get(), "items");

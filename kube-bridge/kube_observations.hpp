@@ -37,6 +37,8 @@ void add_node_states(std::vector<PodObservation>& pods, const std::map<std::stri
 JobObservation parse_job_observation(int status, std::string_view body);
 // Whether a Job's body says spec.suspend is true.
 bool job_is_suspended(std::string_view body);
+// Whether a Job's body is SaFE's Job of that workload's attempt (its labels say so).
+bool job_is_attempt(std::string_view body, const std::string& workload, int attempt);
 
 // The pod whose log stands for an attempt in a PodList: completion index 0, else the first one.
 std::string log_pod(std::string_view pod_list);

@@ -16,6 +16,11 @@
 namespace safe::bridge {
 namespace {
 
+// Every request that changes something is checked against the lead right before it is sent: an
+// action under way when the lead ends stops at its next change (the new leader recovers the
+// workload from the last record the old one saved).
+constexpr const char* kNotLeading = "this bridge no longer leads: left to the leader";
+
 // Kubernetes allows 256 KiB of annotations per object; the record stays well below.
 constexpr std::size_t kMaxRecordBytes = 192 * 1024;
 
@@ -49,12 +54,14 @@ KubeTarget::KubeTarget(const SafeConfig& config, KubeClient& client, Clock clock
       *lease_api_, std::string(host) + "_" + std::to_string(getpid()),
       LeaseTiming{std::chrono::seconds(le.lease_duration_s), std::chrono::seconds(le.renew_deadline_s),
                   std::chrono::seconds(le.retry_period_s)},
-      kube_micro_time_now);
+      [] { return std::chrono::steady_clock::now(); }, kube_micro_time_now);
 }
 
 bool KubeTarget::acting() const {
   if (!elector_) return true;
-  return caught_up_ && std::chrono::steady_clock::now().time_since_epoch().count() < lead_until_.load();
+  const long term = term_.load();
+  return term != 0 && caught_up_term_.load() == term &&
+         std::chrono::steady_clock::now().time_since_epoch().count() < lead_until_.load();
 }
 
 std::string KubeTarget::identity() const { return elector_ ? elector_->identity() : ""; }
@@ -77,6 +84,7 @@ int KubeTarget::lead_time(const KubeWorkload& w) const {
 }
 
 Status KubeTarget::submit_attempt(const KubeWorkload& w) {
+  if (!acting()) return Error{kNotLeading};
   KubeWorkloadContext ctx;
   ctx.kube = kube_;
   ctx.settings = w.settings;
@@ -97,11 +105,19 @@ Status KubeTarget::submit_attempt(const KubeWorkload& w) {
   if (svc.status != 201 && svc.status != 409) return Error{"creating the Service: " + status_message(svc)};
   KubeResponse job = client_.request("POST", "/apis/batch/v1/namespaces/" + ns + "/jobs",
                                      json_text(kube_job_manifest(w.spec, ctx).get()));
+  // 409: made already, by an earlier leader (or this bridge, its answer lost) - if it is this
+  // attempt's Job, the attempt has its Job.
+  if (job.status == 409) {
+    KubeResponse existing = client_.request("GET", "/apis/batch/v1/namespaces/" + ns + "/jobs/" +
+                                                       url_escape(kube_object_name(w.spec.name, w.attempt)));
+    if (existing.status == 200 && job_is_attempt(existing.body, w.spec.name, w.attempt)) return ok_status();
+  }
   if (job.status != 201) return Error{"creating the Job: " + status_message(job)};
   return ok_status();
 }
 
 void KubeTarget::delete_attempt(const std::string& name, int attempt) {
+  if (!acting()) return;  // left to the leader, which recovers the workload from its record
   const std::string ns = url_escape(kube_.namespace_);
   const std::string object = url_escape(kube_object_name(name, attempt));
   // A Job's pods are deleted with it only if asked (batch/v1 orphans them by default); each pod
@@ -112,6 +128,7 @@ void KubeTarget::delete_attempt(const std::string& name, int attempt) {
 }
 
 Status KubeTarget::save(const KubeWorkload& w, bool suspend) {
+  if (!acting()) return Error{kNotLeading};
   Json patch = json_take(json_object());
   json_t* annotations = json_object();
   json_set(annotations, std::string(kRecordAnnotation).c_str(), json_str(kube_workload_record(w)));
@@ -284,6 +301,7 @@ Result<std::vector<PodObservation>> KubeTarget::observe_pods(const std::string& 
 void KubeTarget::fail_over(KubeWorkload& w, const KubeDecision& d, std::time_t now) {
   if (d.classification.failure_class == FailureClass::node_fault) {
     for (const auto& node : d.classification.bad_nodes) {
+      if (!acting()) break;
       if (Status marked = mark_node_unhealthy(client_, node, "node_fault", false); !marked)
         w.events.push_back({"Warning", now, w.attempt, marked.error()});
       if (std::find(w.avoid_nodes.begin(), w.avoid_nodes.end(), node) == w.avoid_nodes.end()) w.avoid_nodes.push_back(node);
@@ -375,6 +393,7 @@ void KubeTarget::give_up(KubeWorkload& w, const KubeDecision& d, bool stop_pods,
   // stopped (checkpoint signal first).
   if (d.classification.failure_class == FailureClass::node_fault) {
     for (const auto& node : d.classification.bad_nodes) {
+      if (!acting()) break;
       if (Status marked = mark_node_unhealthy(client_, node, "node_fault", false); !marked)
         w.events.push_back({"Warning", now, w.attempt, marked.error()});
     }

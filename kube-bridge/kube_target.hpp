@@ -100,9 +100,12 @@ class KubeTarget {
 
  private:
   void watch_loop(const std::stop_token& stop, const std::string& collection, bool pods);
-  // The leader election thread: tries every retry period; recovers on becoming the leader,
-  // refreshes the workloads while standing by, gives the Lease up when stopped.
+  // The leader election thread: tries every retry period, refreshes the workloads while standing
+  // by, gives the Lease up when stopped. It does nothing slow that would delay a renewal.
   void elect(const std::stop_token& stop);
+  // On the tick thread: a leader in a term it has not recovered in recovers from the records,
+  // then reconciles every workload; only then does it act.
+  void catch_up();
   void mark_recovered();
   // Waits `d`, or less when a stop is requested; true while the thread should go on.
   bool pause(const std::stop_token& stop, std::chrono::milliseconds d);
@@ -150,7 +153,8 @@ class KubeTarget {
   // Leader election (kubernetes.leader_election.lease): null without.
   std::unique_ptr<KubeLeaseApi> lease_api_;
   std::unique_ptr<LeaseElector> elector_;
-  std::atomic<bool> caught_up_{false};  // recovered since it took the Lease
+  std::atomic<long> term_{0};            // the elector's term while it leads, else 0
+  std::atomic<long> caught_up_term_{0};  // the term in which the workloads were last recovered
   std::atomic<std::chrono::steady_clock::rep> lead_until_{0};  // leads before this (steady clock)
   mutable std::mutex leader_mutex_;  // guards leader_
   std::string leader_;

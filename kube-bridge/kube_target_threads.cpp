@@ -94,11 +94,12 @@ void KubeTarget::elect(const std::stop_token& stop) {
   const LeaderElectionConfig& le = kube_.leader_election;
   const std::string lease = kube_.namespace_ + "/" + le.lease;
   std::fprintf(stderr, "safe-kube-bridge: leader election on Lease %s as %s\n", lease.c_str(), identity().c_str());
-  bool was_leading = false;
+  long led_term = 0;
   std::string last_error, last_leader;
   do {
-    const bool leads = elector_->tick(std::chrono::steady_clock::now());
+    const bool leads = elector_->tick();
     lead_until_ = elector_->lead_until().time_since_epoch().count();
+    term_ = leads ? elector_->term() : 0;
     {
       std::lock_guard lock(leader_mutex_);
       leader_ = elector_->holder();
@@ -109,31 +110,38 @@ void KubeTarget::elect(const std::stop_token& stop) {
         std::fprintf(stderr, "safe-kube-bridge: Lease %s: %s; %s\n", lease.c_str(), last_error.c_str(),
                      leads ? "still leading until the renew deadline" : "retrying");
     }
-    if (leads && !was_leading)
+    if (leads && elector_->term() != led_term) {
+      led_term = elector_->term();
       std::fprintf(stderr, "safe-kube-bridge: leading (Lease %s): recovering, then reconciling\n", lease.c_str());
-    if (!leads && was_leading) {
-      caught_up_ = false;
+    }
+    if (!leads && led_term) {
+      led_term = 0;
       std::fprintf(stderr, "safe-kube-bridge: stopped leading (Lease %s%s%s); standing by\n", lease.c_str(),
                    leader().empty() ? "" : " held by ", leader().c_str());
     }
-    if (leads && !caught_up_) {
-      if (recover(true)) {
-        caught_up_ = true;
-        reconcile_all();
-      }
-    } else if (!leads) {
+    if (!leads) {
       if (leader() != last_leader && !leader().empty())
         std::fprintf(stderr, "safe-kube-bridge: standing by; the leader is %s\n", leader().c_str());
       (void)recover(false);  // the REST API's reads, from the leader's records
     }
     last_leader = leader();
-    was_leading = leads;
   } while (pause(stop, std::chrono::seconds(le.retry_period_s)));
   // Stopped: no new action, the one under way finished, then the Lease goes at once.
+  term_ = 0;
   lead_until_ = 0;
-  caught_up_ = false;
   std::lock_guard act(act_mutex_);
   elector_->release();
+}
+
+void KubeTarget::catch_up() {
+  const long term = term_.load();
+  if (term == 0 || caught_up_term_.load() == term) return;
+  if (!recover(true)) return;  // tried again at the next tick
+  // Only if still in the term it began in: a lapse meanwhile started another, to recover anew.
+  if (term_.load() != term) return;
+  caught_up_term_ = term;
+  reconcile_all();
+  std::fprintf(stderr, "safe-kube-bridge: leading: every workload reconciled once\n");
 }
 
 void KubeTarget::start() {
@@ -141,18 +149,16 @@ void KubeTarget::start() {
   threads_.reserve(4);
   threads_.emplace_back([this](std::stop_token stop) {
     std::string last;
-    if (elector_) {
-      if (!wait_recovered(stop)) return;  // elect() reads the records
-    } else {
-      for (Status recovered = recover(); !recovered; recovered = recover()) {
-        if (recovered.error() != last) std::fprintf(stderr, "safe-kube-bridge: %s; retrying\n", recovered.error().c_str());
-        last = recovered.error();
-        if (!pause(stop, std::chrono::seconds(1))) return;
-      }
+    // With leader election, the records are read by elect() (standing by) and catch_up() (leading).
+    for (Status recovered = elector_ ? ok_status() : recover(); !recovered; recovered = recover()) {
+      if (recovered.error() != last) std::fprintf(stderr, "safe-kube-bridge: %s; retrying\n", recovered.error().c_str());
+      last = recovered.error();
+      if (!pause(stop, std::chrono::seconds(1))) return;
     }
     // Failovers whose old pods never report back (a dead node) go on when the lead time is over;
     // workloads with a hangTimeout get their pod logs looked at when due.
     while (pause(stop, std::chrono::seconds(1))) {
+      if (elector_) catch_up();
       std::vector<std::string> waiting;
       {
         std::lock_guard lock(state_mutex_);

@@ -9,6 +9,9 @@
 #    lead time running): the second takes the Lease over after the lease duration, recovers and
 #    finishes that failover; the killed one, started again, stands by;
 #  - the leader stopped with SIGTERM gives the Lease up: the other takes over at its next try;
+#  - a leader stalled (SIGSTOP) past the lease duration is replaced, and the workload failed over
+#    by the other; continued once the other gave the Lease up, it leads again but first recovers:
+#    it acts on nothing it knew from before;
 #  - no Job was ever created twice (the double's full history).
 # Prints both takeover times.
 set -euo pipefail
@@ -69,13 +72,14 @@ holder() { objects Lease | jq -r '.[0].spec.holderIdentity // ""'; }
 node_of_pod() { objects Pod | jq -r --arg j "$1" --arg i "$2" '.[] | select(.metadata.labels["batch.kubernetes.io/job-name"] == $j and .metadata.annotations["batch.kubernetes.io/job-completion-index"] == $i) | .spec.nodeName'; }
 
 start_bridge a
-wait_for "grep -q 'leading (Lease team/safe-kube-bridge)' ${bridge_log[a]}" 10 "cat ${bridge_log[a]}"
+# It leads, then recovers (none yet) before it takes creates.
+wait_for "grep -q 'workload(s) recovered from their Jobs' ${bridge_log[a]}" 10 "cat ${bridge_log[a]}"
 start_bridge b
 wait_for "grep -q 'standing by; the leader is $(identity_of a)' ${bridge_log[b]}" 10 "cat ${bridge_log[b]}"
 assert_eq "$(identity_of a)" "$(holder)" "the Lease's holder"
 
 spec='{"name":"w","target":"kubernetes","image":"i","script":"train","nodes":2,"retries":3,"workspace":"ml",
-       "checkpoint":{"dir":"/ckpt/w","signal":"USR1","graceSeconds":20}}'
+       "checkpoint":{"dir":"/ckpt/w","signal":"USR1","graceSeconds":8}}'
 refused=$(expect 503 b POST /api/v1/workloads "$spec")
 assert_contains "$refused" "stands by; the leader is $(identity_of a) (Lease team/safe-kube-bridge)"
 expect 201 a POST /api/v1/workloads "$spec" >/dev/null
@@ -84,7 +88,7 @@ wait_for "[[ \$(attempt_on a) == '1 Running' ]]" 10 "tail -5 ${bridge_log[a]}"
 wait_for "[[ \$(attempt_on b) == '1 Running' ]]" 10 "tail -5 ${bridge_log[b]}"
 assert_contains "$(expect 503 b POST /api/v1/workloads/kube-w/stop)" "stands by; the leader is $(identity_of a)"
 
-# A node fault: the leader suspends attempt 1's Job and waits up to the lead time (20 s) for the
+# A node fault: the leader suspends attempt 1's Job and waits up to the lead time (8 s) for the
 # pod on the dead node, which never confirms. Killed meanwhile, it never creates attempt 2.
 bad=$(node_of_pod w-a1 1)
 double "nodes/$bad" '{"ready":false}'
@@ -125,8 +129,31 @@ wait_for "[[ \$(attempt_on a) == '3 Running' ]]" 40 "tail -5 ${bridge_log[a]}"
 
 assert_eq 0 "$(sed '/leading (Lease/,$d' "${bridge_log[a]}" | grep -c 'workload w: ')" "actions of the restarted bridge while it stood by"
 assert_eq 0 "$(sed '1,/leading (Lease/d' "${bridge_log[b]}" | sed '1,/signal 15/d' | grep -c 'workload w: ')" "actions of the bridge after it stopped"
-# Every Job was created once: attempts 1, 2 and 3, nothing else.
+double "nodes/$bad" '{"ready":true}'
+
+# A leader that stalls (SIGSTOP) longer than the lease duration: the other takes over and fails the
+# workload over; the stalled one, continued, finds the Lease taken and acts on nothing it knew.
+start_bridge b
+wait_for "grep -q 'standing by; the leader is $(identity_of a)' ${bridge_log[b]}" 10 "tail -5 ${bridge_log[b]}"
+kill -STOP "${bridge_pid[a]}"
+wait_for "grep -q 'leading (Lease team/safe-kube-bridge)' ${bridge_log[b]}" 15 "tail -5 ${bridge_log[b]}"
+bad=$(node_of_pod w-a3 1)
+double "nodes/$bad" '{"ready":false}'
+wait_for "[[ \$(attempt_on b) == '4 Running' ]]" 40 "tail -5 ${bridge_log[b]}"
+double "nodes/$bad" '{"ready":true}'
+# The new leader stops (the Lease given up) before the stalled one continues: that one takes the
+# Lease again at once, and must first recover what happened meanwhile, not act on what it knew.
+kill -TERM "${bridge_pid[b]}"
+wait "${bridge_pid[b]}" || fail "the leading bridge did not exit 0 on SIGTERM"
+stalled_lines=$(wc -l <"${bridge_log[a]}")
+kill -CONT "${bridge_pid[a]}"
+# (Its first reconcile of every workload is logged once done: any stale action comes before.)
+wait_for "tail -n +$((stalled_lines + 1)) ${bridge_log[a]} | grep -q 'leading: every workload reconciled once'" 10 "tail -5 ${bridge_log[a]}"
+assert_eq "4 Running" "$(attempt_on a)" "the workload on the leader again"
+assert_eq 0 "$(tail -n +$((stalled_lines + 1)) "${bridge_log[a]}" | grep -c 'workload w: ')" "actions of the stalled leader after it continued"
+
+# Every Job was created once: attempts 1 to 4, nothing else.
 created=$(curl -sS -X POST "$KUBE/_double/history" | jq -r '[.[] | select(.kind == "Job" and .type == "ADDED") | .name] | sort | join(" ")')
-assert_eq "w-a1 w-a2 w-a3" "$created" "Jobs created (the double's history)"
+assert_eq "w-a1 w-a2 w-a3 w-a4" "$created" "Jobs created (the double's history)"
 printf 'PASS: bridge_kube_leader: leader killed mid-failover -> the standby led after %d.%03d s (lease 4 s) and finished the failover; leader stopped -> the other led after %d.%03d s; every Job created once\n' \
     $((takeover_kill / 1000)) $((takeover_kill % 1000)) $((takeover_release / 1000)) $((takeover_release % 1000))

@@ -20,12 +20,16 @@ struct LeaseServer {
 
 class FakeLeaseApi : public LeaseApi {
  public:
-  explicit FakeLeaseApi(LeaseServer& s) : s_(s) {}
+  FakeLeaseApi(LeaseServer& s, Steady& clock) : s_(s), clock_(clock) {}
   bool reachable = true;  // false: every request fails as over a cut network
+  // How long a GET takes: the server answers with the Lease as it is when the GET arrives, at
+  // the start of that time.
+  std::chrono::milliseconds get_latency{0};
   Answer get() override {
     if (!reachable) return {Answer::failed, {}, "connection timed out"};
-    if (!s_.exists) return {Answer::absent, {}, ""};
-    return {Answer::ok, s_.stored, ""};
+    Answer a = s_.exists ? Answer{Answer::ok, s_.stored, ""} : Answer{Answer::absent, {}, ""};
+    clock_ += get_latency;
+    return a;
   }
   Answer create(const LeaseRecord& r) override {
     if (!reachable) return {Answer::failed, {}, "connection timed out"};
@@ -48,21 +52,32 @@ class FakeLeaseApi : public LeaseApi {
     return {Answer::ok, r, ""};
   }
   LeaseServer& s_;
+  Steady& clock_;
 };
 
 const LeaseTiming kTiming{15s, 10s, 2s};
 std::string wall() { return "2026-12-03T10:00:00.000000Z"; }
 
+// Two bridges, one clock: each tick sets `now` first (a GET with latency moves it on).
 struct Pair {
   LeaseServer server;
-  FakeLeaseApi api_a{server}, api_b{server};
-  LeaseElector a{api_a, "bridge-a", kTiming, wall};
-  LeaseElector b{api_b, "bridge-b", kTiming, wall};
+  Steady now{};
+  FakeLeaseApi api_a{server, now}, api_b{server, now};
+  LeaseElector a{api_a, "bridge-a", kTiming, [this] { return now; }, wall};
+  LeaseElector b{api_b, "bridge-b", kTiming, [this] { return now; }, wall};
+  bool tick_a(Steady at) {
+    now = at;
+    return a.tick();
+  }
+  bool tick_b(Steady at) {
+    now = at;
+    return b.tick();
+  }
   // a takes the Lease at 1 s and b sees it there; returns that time.
   Steady a_leads() {
     Steady t = Steady{} + 1s;
-    EXPECT_TRUE(a.tick(t));
-    EXPECT_FALSE(b.tick(t));
+    EXPECT_TRUE(tick_a(t));
+    EXPECT_FALSE(tick_b(t));
     return t;
   }
 };
@@ -76,8 +91,8 @@ TEST(KubeLease, TheFirstCandidateCreatesTheLeaseAndTheOtherStandsBy) {
   // Renewals keep it; the candidate keeps waiting as long as the record changes.
   for (int i = 0; i < 20; ++i) {
     t += 2s;
-    EXPECT_TRUE(p.a.tick(t));
-    EXPECT_FALSE(p.b.tick(t));
+    EXPECT_TRUE(p.tick_a(t));
+    EXPECT_FALSE(p.tick_b(t));
   }
   EXPECT_TRUE(p.a.leading(t));
   EXPECT_FALSE(p.b.leading(t));
@@ -87,8 +102,8 @@ TEST(KubeLease, AKilledLeadersLeaseIsTakenOverAfterALeaseDurationWithoutChange) 
   Pair p;
   Steady t = p.a_leads();
   // a is killed: no more renewals.
-  for (auto waited = 2s; waited < 15s; waited += 2s) EXPECT_FALSE(p.b.tick(t + waited)) << waited.count();
-  EXPECT_TRUE(p.b.tick(t + 15s));
+  for (auto waited = 2s; waited < 15s; waited += 2s) EXPECT_FALSE(p.tick_b(t + waited)) << waited.count();
+  EXPECT_TRUE(p.tick_b(t + 15s));
   EXPECT_EQ("bridge-b", p.server.stored.holder);
   EXPECT_EQ(1, p.server.stored.transitions);
 }
@@ -99,8 +114,8 @@ TEST(KubeLease, ALeaderCutOffFromTheApiServerStopsBeforeTheCandidateTakesOver) {
   p.api_a.reachable = false;
   Steady a_stopped{}, b_took_over{};
   for (Steady now = t + 1s; now < t + 60s; now += 1s) {
-    bool a_leads = p.a.tick(now);
-    bool b_leads = p.b.tick(now);
+    bool a_leads = p.tick_a(now);
+    bool b_leads = p.tick_b(now);
     if (!a_leads && a_stopped == Steady{}) a_stopped = now;
     if (b_leads && b_took_over == Steady{}) b_took_over = now;
     EXPECT_FALSE(a_leads && b_leads) << "two leaders at +" << (now - t).count();
@@ -110,7 +125,7 @@ TEST(KubeLease, ALeaderCutOffFromTheApiServerStopsBeforeTheCandidateTakesOver) {
   EXPECT_EQ("connection timed out", p.a.last_error());
   // Back on the network, a finds b holding the Lease and stands by.
   p.api_a.reachable = true;
-  EXPECT_FALSE(p.a.tick(t + 61s));
+  EXPECT_FALSE(p.tick_a(t + 61s));
   EXPECT_EQ("bridge-b", p.a.holder());
 }
 
@@ -119,7 +134,7 @@ TEST(KubeLease, OfTwoWritesFromOneReadTheSecondIsRefused) {
   Steady t = p.a_leads();
   // A candidate that read the Lease before a's renewal writes with the old resourceVersion.
   LeaseRecord stale = p.server.stored;
-  ASSERT_TRUE(p.a.tick(t + 2s));
+  ASSERT_TRUE(p.tick_a(t + 2s));
   stale.holder = "bridge-b";
   EXPECT_EQ(LeaseApi::Answer::conflict, p.api_b.update(stale).kind);
   EXPECT_EQ("bridge-a", p.server.stored.holder);
@@ -132,7 +147,7 @@ TEST(KubeLease, ALeaderThatLosesAWriteRaceStopsLeadingAtOnce) {
   LeaseRecord other = p.server.stored;
   other.holder = "bridge-b";
   ASSERT_EQ(LeaseApi::Answer::ok, p.api_b.update(other).kind);
-  EXPECT_FALSE(p.a.tick(t + 2s));
+  EXPECT_FALSE(p.tick_a(t + 2s));
   EXPECT_FALSE(p.a.leading(t + 2s));
 }
 
@@ -142,8 +157,8 @@ TEST(KubeLease, AReleasedLeaseIsTakenAtTheNextTry) {
   p.a.release();
   EXPECT_FALSE(p.a.leading(t));
   EXPECT_EQ("", p.server.stored.holder);
-  EXPECT_TRUE(p.b.tick(t + 2s));
-  EXPECT_FALSE(p.a.tick(t + 2s));
+  EXPECT_TRUE(p.tick_b(t + 2s));
+  EXPECT_FALSE(p.tick_a(t + 2s));
 }
 
 TEST(KubeLease, AnUnreachableServerAtStartLeavesNobodyLeading) {
@@ -151,8 +166,41 @@ TEST(KubeLease, AnUnreachableServerAtStartLeavesNobodyLeading) {
   p.api_a.reachable = false;
   Steady t{};
   t += 1s;
-  EXPECT_FALSE(p.a.tick(t));
+  EXPECT_FALSE(p.tick_a(t));
   EXPECT_FALSE(p.server.exists);
+}
+
+TEST(KubeLease, ASlowReadIsDatedWhenItsAnswerCameNotWhenItWasSent) {
+  Pair p;
+  Steady t = p.a_leads();
+  // b's GET takes 6 s and shows a's renewal made at +5.5 s, just before it reached the server.
+  ASSERT_TRUE(p.tick_a(t + 5500ms));
+  p.api_b.get_latency = 6s;
+  ASSERT_FALSE(p.tick_b(t + 5s));  // answered at +11 s
+  p.api_b.get_latency = 0ms;
+  // a, killed now, leads until +15.5 s (its renew deadline: +5.5 s + 10 s). b may take over only
+  // a lease duration after it saw the change, at +26 s, never while a leads.
+  for (Steady at = t + 12s; at < t + 26s; at += 1s) EXPECT_FALSE(p.tick_b(at)) << (at - t).count();
+  EXPECT_TRUE(p.tick_b(t + 26s));
+}
+
+TEST(KubeLease, ALeadThatLapsedStartsANewTermEvenWithTheLeaseStillInItsName) {
+  Pair p;
+  Steady t = p.a_leads();
+  const long first = p.a.term();
+  EXPECT_EQ(1, first);
+  ASSERT_TRUE(p.tick_a(t + 2s));
+  EXPECT_EQ(first, p.a.term());  // a renewal continues the term
+  // a's thread stalls past its renew deadline; nobody took the Lease meanwhile.
+  EXPECT_FALSE(p.a.leading(t + 13s));
+  EXPECT_TRUE(p.tick_a(t + 13s));
+  EXPECT_EQ(first + 1, p.a.term());  // what it knew before the lapse is stale
+  // Taken over by b and given back: a new term again.
+  p.a.release();
+  ASSERT_TRUE(p.tick_b(t + 14s));
+  p.b.release();
+  ASSERT_TRUE(p.tick_a(t + 15s));
+  EXPECT_EQ(first + 2, p.a.term());
 }
 
 TEST(KubeLease, TheLeaseObjectRoundTripsThroughItsJson) {

@@ -97,6 +97,17 @@ TEST(KubeObservations, TheAttemptsJob) {
   EXPECT_FALSE(job_is_suspended(R"({"kind":"Job","spec":{"suspend":false}})"));
 }
 
+// A Job create answered 409: the existing Job counts as made only if it is that attempt's.
+TEST(KubeObservations, AnExistingJobIsTheAttemptsOnlyByItsLabels) {
+  const char* job = R"({"kind":"Job","metadata":{"name":"w-a2","labels":{
+    "safe-for-slurm.io/workload":"w","safe-for-slurm.io/attempt":"2"}}})";
+  EXPECT_TRUE(job_is_attempt(job, "w", 2));
+  EXPECT_FALSE(job_is_attempt(job, "w", 3));
+  EXPECT_FALSE(job_is_attempt(job, "v", 2));
+  EXPECT_FALSE(job_is_attempt(R"({"kind":"Job","metadata":{"name":"w-a2"}})", "w", 2)) << "someone else's Job";
+  EXPECT_FALSE(job_is_attempt("not json", "w", 2));
+}
+
 TEST(KubeObservations, LogPodAndRunningPods) {
   std::string list = fixture("pods-attempt.json");
   EXPECT_EQ("train-a1-1-q9w3e", log_pod(list)) << "completion index 0";
