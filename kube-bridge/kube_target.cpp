@@ -57,12 +57,12 @@ KubeTarget::KubeTarget(const SafeConfig& config, KubeClient& client, Clock clock
       [] { return std::chrono::steady_clock::now(); }, kube_micro_time_now);
 }
 
-bool KubeTarget::acting() const {
-  if (!elector_) return true;
-  const long term = term_.load();
-  return term != 0 && caught_up_term_.load() == term &&
-         std::chrono::steady_clock::now().time_since_epoch().count() < lead_until_.load();
+bool KubeTarget::leads() const {
+  return !elector_ ||
+         (term_.load() != 0 && std::chrono::steady_clock::now().time_since_epoch().count() < lead_until_.load());
 }
+
+bool KubeTarget::acting() const { return leads() && (!elector_ || caught_up_term_.load() == term_.load()); }
 
 std::string KubeTarget::identity() const { return elector_ ? elector_->identity() : ""; }
 
@@ -84,7 +84,7 @@ int KubeTarget::lead_time(const KubeWorkload& w) const {
 }
 
 Status KubeTarget::submit_attempt(const KubeWorkload& w) {
-  if (!acting()) return Error{kNotLeading};
+  if (!leads()) return Error{kNotLeading};
   KubeWorkloadContext ctx;
   ctx.kube = kube_;
   ctx.settings = w.settings;
@@ -117,7 +117,7 @@ Status KubeTarget::submit_attempt(const KubeWorkload& w) {
 }
 
 void KubeTarget::delete_attempt(const std::string& name, int attempt) {
-  if (!acting()) return;  // left to the leader, which recovers the workload from its record
+  if (!leads()) return;  // left to the leader, which recovers the workload from its record
   const std::string ns = url_escape(kube_.namespace_);
   const std::string object = url_escape(kube_object_name(name, attempt));
   // A Job's pods are deleted with it only if asked (batch/v1 orphans them by default); each pod
@@ -128,7 +128,7 @@ void KubeTarget::delete_attempt(const std::string& name, int attempt) {
 }
 
 Status KubeTarget::save(const KubeWorkload& w, bool suspend) {
-  if (!acting()) return Error{kNotLeading};
+  if (!leads()) return Error{kNotLeading};
   Json patch = json_take(json_object());
   json_t* annotations = json_object();
   json_set(annotations, std::string(kRecordAnnotation).c_str(), json_str(kube_workload_record(w)));
@@ -301,7 +301,7 @@ Result<std::vector<PodObservation>> KubeTarget::observe_pods(const std::string& 
 void KubeTarget::fail_over(KubeWorkload& w, const KubeDecision& d, std::time_t now) {
   if (d.classification.failure_class == FailureClass::node_fault) {
     for (const auto& node : d.classification.bad_nodes) {
-      if (!acting()) break;
+      if (!leads()) break;
       if (Status marked = mark_node_unhealthy(client_, node, "node_fault", false); !marked)
         w.events.push_back({"Warning", now, w.attempt, marked.error()});
       if (std::find(w.avoid_nodes.begin(), w.avoid_nodes.end(), node) == w.avoid_nodes.end()) w.avoid_nodes.push_back(node);
@@ -393,7 +393,7 @@ void KubeTarget::give_up(KubeWorkload& w, const KubeDecision& d, bool stop_pods,
   // stopped (checkpoint signal first).
   if (d.classification.failure_class == FailureClass::node_fault) {
     for (const auto& node : d.classification.bad_nodes) {
-      if (!acting()) break;
+      if (!leads()) break;
       if (Status marked = mark_node_unhealthy(client_, node, "node_fault", false); !marked)
         w.events.push_back({"Warning", now, w.attempt, marked.error()});
     }

@@ -92,6 +92,9 @@ class KubeTarget {
   // Whether this bridge acts on its workloads: always without leader election; with it, while it
   // holds the Lease (renewed within the renew deadline) and has recovered since it took it.
   bool acting() const;
+  // Holds the Lease within its renew deadline (always without leader election): what each
+  // request that changes something is checked against, the catch-up's own included.
+  bool leads() const;
   // This bridge's identity in the Lease, and the holder as last read ("" without election).
   std::string identity() const;
   std::string leader() const;

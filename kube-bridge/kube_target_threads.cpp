@@ -150,10 +150,12 @@ void KubeTarget::start() {
   threads_.emplace_back([this](std::stop_token stop) {
     std::string last;
     // With leader election, the records are read by elect() (standing by) and catch_up() (leading).
-    for (Status recovered = elector_ ? ok_status() : recover(); !recovered; recovered = recover()) {
-      if (recovered.error() != last) std::fprintf(stderr, "safe-kube-bridge: %s; retrying\n", recovered.error().c_str());
-      last = recovered.error();
-      if (!pause(stop, std::chrono::seconds(1))) return;
+    if (!elector_) {
+      for (Status recovered = recover(); !recovered; recovered = recover()) {
+        if (recovered.error() != last) std::fprintf(stderr, "safe-kube-bridge: %s; retrying\n", recovered.error().c_str());
+        last = recovered.error();
+        if (!pause(stop, std::chrono::seconds(1))) return;
+      }
     }
     // Failovers whose old pods never report back (a dead node) go on when the lead time is over;
     // workloads with a hangTimeout get their pod logs looked at when due.
