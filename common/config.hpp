@@ -114,6 +114,7 @@ struct HaConfig {
   std::vector<std::string> etcd_endpoints;  // http://HOST:2379 of each member; empty: one safed, no election
   std::string prefix = "/safe";             // safed's keys: PREFIX/leader, PREFIX/journal/...
   int lease_ttl_s = 3;                      // how long a silent active instance keeps the role
+  int snapshot_every = 1000;                // journal entries between snapshots of the whole store
   bool enabled() const { return !etcd_endpoints.empty(); }
 };
 

@@ -462,6 +462,7 @@ void read_ha(MapScope& s, HaConfig& h) {
                 regex_rule("https?://[A-Za-z0-9.:\\[\\]_-]+", "expects http://HOST:PORT of an etcd member"));
   s.string("prefix", h.prefix, regex_rule("/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*", "expects a key prefix such as /safe"));
   s.integer("lease_ttl_s", h.lease_ttl_s, 2, 60);
+  s.integer("snapshot_every", h.snapshot_every, 2, 1000000);
 }
 
 void read_controller(MapScope& s, ControllerConfig& c) {

@@ -5,8 +5,12 @@
 // after the last one its store holds. An entry over etcd's request limit goes in parts under
 // <prefix>/journal-part/<seq>/<token>/<i> first (plain puts, named by the writer's token so that a
 // deposed writer's late parts never mix with another's), and the fenced entry names them.
+// A snapshot (the whole store, in parts) is an entry too: the transaction that writes it deletes
+// every entry before it and their parts, so the journal always starts with the newest snapshot
+// (or, until the first, with entry 1).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +19,12 @@
 #include "controller/safed/state_store.hpp"
 
 namespace safe {
+
+struct JournalEntry {
+  long long seq = 0;
+  bool snapshot = false;  // data: the whole store's image (StateStore::restore_snapshot), else a changeset
+  std::string data;
+};
 
 class EtcdJournal : public StoreJournal {
  public:
@@ -25,20 +35,38 @@ class EtcdJournal : public StoreJournal {
   // Appends under the fencing token set last (0: none, every append is refused).
   void set_token(long long token) { token_ = token; }
   Status append(long long seq, const std::string& changeset) override;
+  // Appends the snapshot `seq` and drops every entry before it, in one fenced transaction.
+  Status append_snapshot(long long seq, const std::string& image) override;
 
-  // Up to `limit` entries after `seq`, in order: (seq, changeset).
-  Result<std::vector<std::pair<long long, std::string>>> entries_after(long long seq, int limit);
+  // Up to `limit` entries after `seq`, in order.
+  Result<std::vector<JournalEntry>> entries_after(long long seq, int limit);
+  // The oldest entry's number (the newest snapshot's, once there is one); nullopt: no entry.
+  Result<std::optional<long long>> oldest_seq();
 
   std::string leader_key() const { return safe::leader_key(prefix_); }
 
  private:
   std::string entry_key(long long seq) const;
+  std::string parts_dir(long long seq, long long token) const;
+  // Writes `data` in parts of part_bytes_ under parts_dir(seq, token_); returns how many.
+  Result<long long> write_parts(long long seq, const std::string& data);
+  // Puts entry `seq` = `value` if this safed still holds the leader key under token_ and the
+  // entry does not exist yet, with `more` (etcd txn request operations, JSON) in the same step.
+  Status fenced_put(long long seq, const std::string& value, const std::string& more = "");
   Result<std::string> read_parts(long long seq, long long token, long long count);
+  // Up to `limit` keys in [from, to) with their values (or without: keys_only), as etcd answers.
+  Result<Json> range(const std::string& from, const std::string& to, int limit, bool keys_only = false);
 
   EtcdClient& etcd_;
   std::string prefix_;
   std::size_t part_bytes_;
   long long token_ = 0;
 };
+
+// Whether the active instance appends a snapshot now, its store at entry `store_seq`: when the
+// journal has no entry (`oldest`: nullopt), so that it starts with everything the store holds
+// (history from before controller.ha, or a journal etcd lost), and when it holds `every` entries
+// or more since its oldest.
+bool snapshot_due(long long store_seq, std::optional<long long> oldest, long long every);
 
 }  // namespace safe

@@ -108,6 +108,8 @@ class Safed {
   // acts with. Called under mutex_, right before each change sent to Slurm.
   bool may_act();
   bool follow_journal();
+  // The active instance: appends a snapshot of its store when the journal needs one (snapshot_due).
+  void snapshot_if_due();
   void reload_config();
   void reconcile_pass();
   void watch_clock();
@@ -163,6 +165,10 @@ class Safed {
   std::atomic<bool> acting_{true};     // false while the standby: no pass, no probe, no action
   long long acting_token_ = 0;         // the fencing token the journal writes under
   std::string follow_error_;           // the last one logged
+  // The journal's oldest entry as the active instance knows it (read once when it becomes
+  // active, then its own snapshots'); nullopt: none; unset: not read yet.
+  std::optional<std::optional<long long>> journal_oldest_;
+  std::string snapshot_error_;         // the last one logged
   // Asked of the leadership thread: the active instance cannot reach Slurm and another can, or
   // cannot bring its store up to the journal.
   std::atomic<bool> resign_requested_{false};
@@ -326,6 +332,7 @@ bool Safed::act_on_role() {
       return false;
     }
     catch_up_failures_ = 0;
+    journal_oldest_.reset();
     journal_->set_token(token);
     store_.set_journal(journal_.get());
     planner_ = make_planner(planner_->config());
@@ -355,7 +362,30 @@ bool Safed::act_on_role() {
       return false;
     }
   }
+  snapshot_if_due();
   return true;
+}
+
+void Safed::snapshot_if_due() {
+  std::string error;
+  if (!journal_oldest_) {
+    auto oldest = journal_->oldest_seq();
+    if (oldest) journal_oldest_ = *oldest;
+    else error = "cannot read the journal's oldest entry in etcd: " + oldest.error();
+  }
+  if (journal_oldest_ && snapshot_due(store_.journal_seq(), *journal_oldest_, config_.controller.ha.snapshot_every)) {
+    try {
+      store_.snapshot_to_journal();
+      journal_oldest_ = store_.journal_seq();
+      log_line("safed: active: the state store's snapshot is journal entry " + std::to_string(store_.journal_seq()) +
+               "; the entries before it are dropped");
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  // Not fatal: the journal grows until a later pass writes the snapshot.
+  if (!error.empty() && error != snapshot_error_) log_line("safed: active: " + error + "; tried again next pass");
+  snapshot_error_ = error;
 }
 
 bool Safed::may_act() {
@@ -399,7 +429,16 @@ bool Safed::follow_journal() {
         follow_error_.clear();
         return true;
       } else {
-        for (const auto& [seq, changeset] : *entries) store_.apply_journal_entry(seq, changeset);
+        for (const auto& entry : *entries) {
+          if (!entry.snapshot) {
+            store_.apply_journal_entry(entry.seq, entry.data);
+            continue;
+          }
+          long long had = store_.journal_seq();
+          store_.restore_snapshot(entry.seq, entry.data);
+          log_line("safed: the state store replaced by the journal's snapshot (entry " + std::to_string(entry.seq) +
+                   ", the store was at entry " + std::to_string(had) + ")");
+        }
         continue;
       }
     } catch (const std::exception& e) {

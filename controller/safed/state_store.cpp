@@ -5,7 +5,10 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace safe {
@@ -468,6 +471,107 @@ void StateStore::apply_journal_entry(long long seq, const std::string& changeset
     throw std::runtime_error("safed: state store: journal entry " + std::to_string(seq) + " does not advance the store");
   }
   commit();
+}
+
+namespace {
+
+// A connection of its own to an empty in-memory database: a snapshot's image is made and read there.
+class MemoryDatabase {
+ public:
+  MemoryDatabase() {
+    if (sqlite3_open(":memory:", &db_) != SQLITE_OK) {
+      sqlite3_close(db_);
+      throw std::runtime_error("safed: state store: no memory for a snapshot");
+    }
+  }
+  ~MemoryDatabase() { sqlite3_close(db_); }
+  MemoryDatabase(const MemoryDatabase&) = delete;
+  MemoryDatabase& operator=(const MemoryDatabase&) = delete;
+  sqlite3* db() const { return db_; }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+// Copies the whole of `from` into `to` (SQLite's online backup: page by page, in one step).
+void copy_database(sqlite3* to, sqlite3* from, const std::string& what) {
+  sqlite3_backup* backup = sqlite3_backup_init(to, "main", from, "main");
+  if (!backup) throw std::runtime_error("safed: state store: " + what + ": " + sqlite3_errmsg(to));
+  int rc = sqlite3_backup_step(backup, -1);
+  int finished = sqlite3_backup_finish(backup);
+  if (rc != SQLITE_DONE || finished != SQLITE_OK)
+    throw std::runtime_error("safed: state store: " + what + ": " + sqlite3_errstr(rc != SQLITE_DONE ? rc : finished));
+}
+
+// The first value `sql` returns in `db` as text; nullopt when it fails or returns none.
+std::optional<std::string> query_value(sqlite3* db, const char* sql) {
+  sqlite3_stmt* stmt = nullptr;
+  std::optional<std::string> out;
+  if (sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr) == SQLITE_OK && sqlite3_step(stmt) == SQLITE_ROW) {
+    const unsigned char* text = sqlite3_column_text(stmt, 0);
+    out = text ? reinterpret_cast<const char*>(text) : "";
+  }
+  sqlite3_finalize(stmt);
+  return out;
+}
+
+}  // namespace
+
+void StateStore::snapshot_to_journal() {
+  if (!journal_) throw std::logic_error("safed: state store: a store without a journal makes no snapshot");
+  rollback();
+  long long seq = journal_seq() + 1;
+  // The image of a copy in memory: the file alone would miss what the WAL holds.
+  MemoryDatabase copy;
+  copy_database(copy.db(), db_, "cannot copy the store for a snapshot");
+  sqlite3_int64 size = 0;
+  unsigned char* data = sqlite3_serialize(copy.db(), "main", &size, 0);
+  if (!data) throw std::runtime_error("safed: state store: no memory for a snapshot");
+  std::string image(reinterpret_cast<const char*>(data), static_cast<std::size_t>(size));
+  sqlite3_free(data);
+  // The copy keeps the WAL mode of a file store in its header (bytes 18 and 19: 2), with which an
+  // in-memory database cannot read it; 1 is the rollback journal's (SQLite's file format).
+  if (image.size() >= 20) image[18] = image[19] = 1;
+  Status appended = journal_->append_snapshot(seq, image);
+  if (!appended)
+    throw std::runtime_error("safed: state store: snapshot (journal entry " + std::to_string(seq) +
+                             ") not written: " + appended.error());
+  // The store's data did not change: no journal entry of its own (no session outside begin()).
+  Statement(db_, prepare("UPDATE journal_position SET seq = ?")).bind_all(seq).run();
+}
+
+void StateStore::restore_snapshot(long long seq, const std::string& image) {
+  if (journal_) throw std::logic_error("safed: state store: a store that writes a journal applies none");
+  rollback();
+  const std::string entry = "journal entry " + std::to_string(seq) + " (a snapshot)";
+  long long have = journal_seq();
+  if (seq <= have)
+    throw std::runtime_error("safed: state store: " + entry + " cannot follow entry " + std::to_string(have));
+  MemoryDatabase snapshot;
+  auto* buffer = static_cast<unsigned char*>(sqlite3_malloc64(image.size() ? image.size() : 1));
+  if (!buffer) throw std::runtime_error("safed: state store: no memory for " + entry);
+  std::copy(image.begin(), image.end(), buffer);
+  auto size = static_cast<sqlite3_int64>(image.size());
+  // FREEONCLOSE: SQLite frees the buffer, also when this fails.
+  int rc = sqlite3_deserialize(snapshot.db(), "main", buffer, size, size,
+                               SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY);
+  std::string check = rc == SQLITE_OK ? query_value(snapshot.db(), "PRAGMA quick_check").value_or(sqlite3_errmsg(snapshot.db()))
+                                      : sqlite3_errstr(rc);
+  if (check != "ok")
+    throw std::runtime_error("safed: state store: " + entry + " is not a whole database image (" +
+                             std::to_string(image.size()) + " bytes: " + check + ")");
+  long long version = std::stoll(query_value(snapshot.db(), "PRAGMA user_version").value_or("0"));
+  if (version > kSchemaVersion)
+    throw std::runtime_error("safed: state store: " + entry + " was written by a newer safed (schema " +
+                             std::to_string(version) + "); upgrade safed");
+  std::string image_seq = query_value(snapshot.db(), "SELECT seq FROM journal_position").value_or("none");
+  if (image_seq != std::to_string(seq - 1))
+    throw std::runtime_error("safed: state store: " + entry + " holds the store at entry " + image_seq + ", not " +
+                             std::to_string(seq - 1));
+  copy_database(db_, snapshot.db(), "cannot replace the store with " + entry);
+  upgrade();  // a snapshot an older safed wrote
+  // A crash before this line leaves the store at entry seq - 1, which restores the snapshot again.
+  Statement(db_, prepare("UPDATE journal_position SET seq = ?")).bind_all(seq).run();
 }
 
 StateStore::AutoTransaction::AutoTransaction(StateStore& s) : store_(s), own_(sqlite3_get_autocommit(s.db_) != 0) {

@@ -116,11 +116,13 @@ struct ActionRecord {
 
 // Where a replicated store's transactions go (safed high availability, docs/architecture.md): the
 // active instance appends each transaction's changes, numbered from 1, before it commits them; a
-// refusal (leadership lost) rolls the transaction back.
+// refusal (leadership lost) rolls the transaction back. Now and then it appends the whole store
+// instead (a snapshot), after which the journal may drop every earlier entry.
 class StoreJournal {
  public:
   virtual ~StoreJournal() = default;
   virtual Status append(long long seq, const std::string& changeset) = 0;
+  virtual Status append_snapshot(long long seq, const std::string& image) = 0;
 };
 
 class StateStore {
@@ -150,6 +152,14 @@ class StateStore {
   // Applies the journal entry `seq` (a standby's store, which writes no journal of its own). Throws,
   // changing nothing, when it is not the next entry or does not apply (the store diverged).
   void apply_journal_entry(long long seq, const std::string& changeset);
+  // Appends the whole store to the journal as its next entry (no transaction may be open): a
+  // standby with no history, or one the journal was compacted past, starts from it. Throws when
+  // the journal refuses it; the store is unchanged then.
+  void snapshot_to_journal();
+  // Replaces the whole store with the journal's snapshot entry `seq` (one after the store's own
+  // position: entries between may be gone). Throws, changing nothing, for an image that is not a
+  // snapshot of entry seq - 1 or that a newer safed wrote.
+  void restore_snapshot(long long seq, const std::string& image);
 
   void put_job(const JobRecord& j);
   std::optional<JobRecord> job(const JobKey& key);

@@ -154,9 +154,10 @@ TEST_F(RealEtcdTest, TheJournalTakesEntriesOnlyFromTheLeaderOfTheMomentAndLargeO
   auto entries = journal_b.entries_after(0, 10);
   ASSERT_TRUE(entries) << entries.error();
   ASSERT_EQ(2u, entries->size());
-  EXPECT_EQ(1, (*entries)[0].first);
-  EXPECT_EQ("first", (*entries)[0].second);
-  EXPECT_EQ(large, (*entries)[1].second);
+  EXPECT_EQ(1, (*entries)[0].seq);
+  EXPECT_EQ("first", (*entries)[0].data);
+  EXPECT_EQ(large, (*entries)[1].data);
+  EXPECT_FALSE((*entries)[1].snapshot);
   EXPECT_EQ(1u, journal_b.entries_after(1, 10)->size());
 
   la.resign(steady_ms());  // b takes over; a's appends under its old token are fenced
@@ -172,7 +173,52 @@ TEST_F(RealEtcdTest, TheJournalTakesEntriesOnlyFromTheLeaderOfTheMomentAndLargeO
   entries = journal_a.entries_after(2, 10);
   ASSERT_TRUE(entries) << entries.error();
   ASSERT_EQ(1u, entries->size());
-  EXPECT_EQ(std::string(2500, 'b'), (*entries)[0].second) << "the deposed writer's parts are not mixed in";
+  EXPECT_EQ(std::string(2500, 'b'), (*entries)[0].data) << "the deposed writer's parts are not mixed in";
+}
+
+// A snapshot is an entry, fenced like the others, and drops every entry before it (and their
+// parts): the journal then starts with it.
+TEST_F(RealEtcdTest, ASnapshotStartsTheJournalAndDropsTheEntriesBeforeIt) {
+  EtcdJournal journal_a(client_a, "/safe", 1000), journal_b(client_b, "/safe", 1000);
+  Leadership la{client_a, journal_a.leader_key(), "a", policy}, lb{client_b, journal_b.leader_key(), "b", policy};
+  la.tick(steady_ms());
+  lb.tick(steady_ms());
+  ASSERT_TRUE(la.leading(steady_ms()));
+  journal_a.set_token(la.token());
+  auto oldest = journal_b.oldest_seq();
+  ASSERT_TRUE(oldest) << oldest.error();
+  EXPECT_FALSE(oldest->has_value()) << "an empty journal";
+  ASSERT_TRUE(journal_a.append(1, "one"));
+  ASSERT_TRUE(journal_a.append(2, std::string(2500, 'p')));  // in parts
+  ASSERT_TRUE(journal_a.append(3, "three"));
+  std::string image(2200, 'i');
+  image[2199] = 'E';
+  ASSERT_TRUE(journal_a.append_snapshot(4, image));
+  EXPECT_FALSE(journal_a.append_snapshot(4, image)) << "an entry is written once";
+  ASSERT_TRUE(journal_a.append(5, "five"));
+  EXPECT_EQ(4, journal_b.oldest_seq()->value_or(0));
+  auto entries = journal_b.entries_after(0, 10);
+  ASSERT_TRUE(entries) << entries.error();
+  ASSERT_EQ(2u, entries->size()) << "entries 1 to 3 dropped";
+  EXPECT_EQ(4, (*entries)[0].seq);
+  EXPECT_TRUE((*entries)[0].snapshot);
+  EXPECT_EQ(image, (*entries)[0].data);
+  EXPECT_EQ("five", (*entries)[1].data);
+  auto parts = client_b.list("/safe/journal-part/");
+  ASSERT_TRUE(parts) << parts.error();
+  for (const auto& [key, value] : *parts)
+    EXPECT_EQ(0u, key.rfind("/safe/journal-part/00000000000000000004/", 0)) << key << ": entry 2's parts dropped";
+  EXPECT_FALSE(parts->empty());
+
+  la.resign(steady_ms());  // b takes over: a's late snapshot is fenced and drops nothing
+  ASSERT_TRUE(run_until([&] {
+    lb.tick(steady_ms());
+    return lb.leading(steady_ms());
+  }, 5000, &b));
+  Status late = journal_a.append_snapshot(6, image);
+  ASSERT_FALSE(late);
+  EXPECT_NE(std::string::npos, late.error().find("fenced")) << late.error();
+  EXPECT_EQ(4, journal_b.oldest_seq()->value_or(0));
 }
 
 }  // namespace

@@ -5,8 +5,10 @@
 #  - the standby takes over within 5 s and finishes that failover: exactly one requeue, the job
 #    running again, and the history the first instance wrote (the signal) in the second's store;
 #    safectl and the REST bridge, given no URL, find the second instance in etcd;
-#  - the killed instance, started again, is the standby: it takes no action and its store catches
-#    up with the journal;
+#  - the journal starts with a snapshot of the store, and every 10 entries (snapshot_every) a new
+#    one drops the entries before it;
+#  - the killed instance, started again with no store (a new host), is the standby: it takes no
+#    action, and its store starts from the snapshot and catches up with the journal;
 #  - both killed and started again at once: one becomes active, no action is repeated.
 # (Before: safed had no standby; with one safed killed, failovers waited for a human.)
 set -euo pipefail
@@ -74,14 +76,45 @@ wait_for '[[ $(bridge_events) == *Attempt* ]]' 30 bridge_events
 safectl job "$job" --json | jq -e '[.actions[] | select(.action == "checkpoint signal")] | length == 1' >/dev/null ||
     fail "the first instance's checkpoint signal is not in the second's history: $(safectl job "$job" --json | jq -c '.actions')"
 
-# The killed instance comes back as the standby and follows the journal.
+# The journal starts with a snapshot of the whole store (entry 1 when the first instance became
+# active), and every 10 entries another replaces the entries before it (snapshot_every: 10).
+# safe-cluster's controller.ha line: ha: {etcd_endpoints: [URL], prefix: P, ...}
+etcd_url=$(sed -n 's/.*etcd_endpoints: \[\([^],]*\)\].*/\1/p' "$SAFE_CONFIG")
+journal_prefix=$(sed -n 's/.*ha: {.*prefix: \([^,}]*\).*/\1/p' "$SAFE_CONFIG")/journal/
+journal_keys() {
+    local from to
+    from=$(printf %s "$journal_prefix" | base64 -w0)
+    to=$(printf %s "${journal_prefix%/}0" | base64 -w0)  # '0' follows '/': every key under the prefix
+    curl -sf "$etcd_url/v3/kv/range" -d "{\"key\":\"$from\",\"range_end\":\"$to\",\"keys_only\":true}" |
+        jq -r '.kvs[]?.key | @base64d'
+}
+oldest_entry() {
+    local key
+    key=$(journal_keys | head -n 1)
+    key=${key##*/}
+    echo $((10#${key:-0}))
+}
+wait_for '(($(oldest_entry) > 1))' 30 "journal_keys"
+# A snapshot is due at most one pass late: 10 entries and what one pass writes.
+echo "the journal keeps $(journal_keys | wc -l) entries, from entry $(oldest_entry) (a snapshot)"
+(($(journal_keys | wc -l) <= 20)) || fail "more journal entries kept than 2 x snapshot_every: $(journal_keys | tr '\n' ' ')"
+
+# The killed instance comes back as the standby, on a host with no history (its store moved
+# aside): it starts from the journal's snapshot, the entries before it long gone, and follows on.
+mv "$dir/safed/safed.sqlite" "$work/safed-1.sqlite"
+rm -f "$dir/safed/safed.sqlite-wal" "$dir/safed/safed.sqlite-shm"
 start_instance 1
 wait_for "[[ -n \$(instance_pid 1) ]]" 10
 wait_for "[[ \$(curl -sf $url_1/metrics | awk '\$1 == \"safe_controller_active\" { print \$2 }') == 0 ]]" 15 "tail $log_1"
+grep "the state store replaced by the journal's snapshot (entry [0-9]*, the store was at entry 0)" "$log_1" ||
+    fail "the first instance did not start from the snapshot: $(tail -n 5 "$log_1")"
 wait_passes 3
 journal_position() { curl -sf "$1/metrics" | awk '$1 == "safe_journal_position" { print $2 }'; }
 wait_for "[[ \$(journal_position $url_1) == \$(journal_position $url_2) ]]" 15 "tail $log_1"
 assert_eq 1 "$(SAFE_CONTROLLER_URL=$url_1 requeues_recorded "$job")" "requeues in the first instance's store"
+SAFE_CONTROLLER_URL=$url_1 safectl job "$job" --json |
+    jq -e '[.actions[] | select(.action == "checkpoint signal")] | length == 1' >/dev/null ||
+    fail "the first instance's own checkpoint signal is not in the store it rebuilt from the journal"
 
 # Both killed and started again at once.
 kill -KILL "$(instance_pid 1)" "$(instance_pid 2)"

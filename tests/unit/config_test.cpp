@@ -61,6 +61,7 @@ const ErrorCase kErrorCases[] = {
     {"ha_endpoint_not_a_url", "controller:\n  ha:\n    etcd_endpoints: [10.0.0.1:2379]\n", 3, 22,
      "expects http://HOST:PORT of an etcd member"},
     {"ha_ttl_below_etcds_least", "controller:\n  ha:\n    lease_ttl_s: 1\n", 3, 18, "2..60"},
+    {"ha_snapshot_every_entry", "controller:\n  ha:\n    snapshot_every: 1\n", 3, 21, "2..1000000"},
     {"lease_renew_not_below_duration",
      "kube_bridge:\n  kubernetes:\n    leader_election:\n      lease: b\n      lease_duration_s: 10\n      renew_deadline_s: 10\n",
      6, 25, "renew_deadline_s: 10 s: keep it below lease_duration_s (10 s)"},
@@ -126,12 +127,13 @@ const ValidCase kValidCases[] = {
        EXPECT_EQ(c.health.thresholds.ecc_correctable_max, 10000);
      }},
     {"controller_ha", "controller:\n  ha:\n    etcd_endpoints: [http://10.0.0.1:2379, \"http://[::1]:2379\"]\n"
-     "    prefix: /safe/c1\n    lease_ttl_s: 5\n",
+     "    prefix: /safe/c1\n    lease_ttl_s: 5\n    snapshot_every: 50\n",
      [](const SafeConfig& c) {
        EXPECT_TRUE(c.controller.ha.enabled());
        EXPECT_EQ(2u, c.controller.ha.etcd_endpoints.size());
        EXPECT_EQ("/safe/c1", c.controller.ha.prefix);
        EXPECT_EQ(5, c.controller.ha.lease_ttl_s);
+       EXPECT_EQ(50, c.controller.ha.snapshot_every);
      }},
     {"kube_leader_election", "kube_bridge:\n  kubernetes:\n    leader_election:\n      lease: safe-kube-bridge\n"
      "      lease_duration_s: 4\n      renew_deadline_s: 3\n      retry_period_s: 1\n",

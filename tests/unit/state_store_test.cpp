@@ -9,6 +9,8 @@
 
 #include <filesystem>
 
+#include "controller/safed/etcd_journal.hpp"
+
 namespace safe {
 namespace {
 
@@ -117,10 +119,16 @@ TEST_F(StoreFile, UpgradesAVersion2StoreGivingEveryTableAKey) {
 // The journal of a replicated store: what one store commits, another applies.
 struct VectorJournal : StoreJournal {
   std::vector<std::pair<long long, std::string>> entries;
+  std::vector<std::pair<long long, std::string>> snapshots;
   bool refuse = false;
   Status append(long long seq, const std::string& changeset) override {
     if (refuse) return Error{"not the leader"};
     entries.emplace_back(seq, changeset);
+    return ok_status();
+  }
+  Status append_snapshot(long long seq, const std::string& image) override {
+    if (refuse) return Error{"not the leader"};
+    snapshots.emplace_back(seq, image);
     return ok_status();
   }
 };
@@ -223,6 +231,102 @@ TEST(StoreJournal, AnEntryOutOfOrderOrForAStoreThatDivergedIsRefusedWhole) {
     EXPECT_NE(std::string::npos, std::string(e.what()).find("diverged")) << e.what();
   }
   EXPECT_EQ(0, diverged.journal_seq());
+}
+
+// A store that held history before controller.ha: its snapshot starts the journal, and a store
+// with no history (or one behind the journal's oldest entry) starts from it, then follows on.
+TEST(StoreJournal, ASnapshotCarriesTheWholeStoreToAStoreWithNoHistory) {
+  VectorJournal journal;
+  StateStore active(":memory:"), fresh(":memory:"), behind(":memory:");
+  active.put_job(job_record(7));  // before HA: no journal
+  active.log_action({981, {7, 900}, "", "requeue", "", true});
+  active.set_journal(&journal);
+  active.put_job(job_record(8));  // entry 1
+  behind.apply_journal_entry(1, journal.entries[0].second);  // diverged: it never had job 7
+  active.snapshot_to_journal();
+  ASSERT_EQ(1u, journal.snapshots.size());
+  EXPECT_EQ(2, journal.snapshots[0].first);
+  EXPECT_EQ(2, active.journal_seq()) << "a snapshot moves the position, with no entry of its own";
+  EXPECT_EQ(1u, journal.entries.size());
+  active.put_job(job_record(9));  // entry 3
+  ASSERT_EQ(3, journal.entries.back().first);
+
+  fresh.set_require_journal(true);  // a standby's store
+  fresh.restore_snapshot(2, journal.snapshots[0].second);
+  EXPECT_EQ(2, fresh.journal_seq());
+  fresh.apply_journal_entry(3, journal.entries.back().second);
+  for (StateStore* s : {&fresh, &behind}) {
+    if (s == &behind) {
+      behind.restore_snapshot(2, journal.snapshots[0].second);  // entries it missed: replaced whole
+      behind.apply_journal_entry(3, journal.entries.back().second);
+    }
+    EXPECT_EQ(3, s->journal_seq());
+    for (std::uint32_t id : {7u, 8u, 9u}) EXPECT_TRUE(s->job({id, 900}).has_value()) << id;
+    ASSERT_EQ(1u, s->actions({7, 900}).size());
+    EXPECT_EQ("requeue", s->actions({7, 900})[0].action);
+  }
+  EXPECT_THROW(fresh.put_job(job_record(10)), std::runtime_error) << "still a standby's store";
+}
+
+TEST(StoreJournal, ASnapshotThatDoesNotFitIsRefusedAndChangesNothing) {
+  VectorJournal journal;
+  StateStore active(":memory:"), standby(":memory:");
+  active.set_journal(&journal);
+  active.put_job(job_record(7));
+  active.snapshot_to_journal();  // entry 2
+  standby.apply_journal_entry(1, journal.entries[0].second);
+  standby.restore_snapshot(2, journal.snapshots[0].second);
+  auto refused = [&](long long seq, const std::string& image, const char* why) {
+    try {
+      standby.restore_snapshot(seq, image);
+      ADD_FAILURE() << "restored: " << why;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string::npos, std::string(e.what()).find(why)) << e.what();
+    }
+    EXPECT_EQ(2, standby.journal_seq());
+    EXPECT_TRUE(standby.job({7, 900}).has_value());
+  };
+  refused(2, journal.snapshots[0].second, "cannot follow entry 2");
+  refused(5, journal.snapshots[0].second, "holds the store at entry 1, not 4");
+  refused(3, "not a database", "is not a whole database image");
+  refused(3, journal.snapshots[0].second.substr(0, journal.snapshots[0].second.size() / 2), "whole database image");
+  journal.refuse = true;
+  EXPECT_THROW(active.snapshot_to_journal(), std::runtime_error);
+  EXPECT_EQ(2, active.journal_seq()) << "a snapshot the journal refused did not move the position";
+}
+
+// The snapshot of a file store holds what its WAL holds, and restores into a file store while
+// another connection reads it (safed's API has one of its own).
+TEST_F(StoreFile, ASnapshotOfAFileStoreRestoresIntoAFileStoreThatIsBeingRead) {
+  VectorJournal journal;
+  StateStore active(path.string() + ".active");
+  StateStore standby(path.string()), reader(path.string());
+  active.set_journal(&journal);
+  active.put_job(job_record(7));  // in the WAL, not in the file yet
+  active.snapshot_to_journal();
+  EXPECT_TRUE(reader.job({7, 900}) == std::nullopt);
+  standby.restore_snapshot(journal.snapshots.back().first, journal.snapshots.back().second);
+  EXPECT_TRUE(reader.job({7, 900}).has_value()) << "the other connection reads the restored store";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + ".active" + suffix);
+  EXPECT_EQ(2, standby.journal_seq());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(SQLITE_OK, sqlite3_open(path.c_str(), &db));
+  sqlite3_stmt* mode = nullptr;
+  ASSERT_EQ(SQLITE_OK, sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &mode, nullptr));
+  ASSERT_EQ(SQLITE_ROW, sqlite3_step(mode));
+  EXPECT_STREQ("wal", reinterpret_cast<const char*>(sqlite3_column_text(mode, 0))) << "still in WAL mode";
+  sqlite3_finalize(mode);
+  sqlite3_close(db);
+}
+
+TEST(StoreJournal, ASnapshotIsDueForAnEmptyJournalAndEveryNEntries) {
+  EXPECT_TRUE(snapshot_due(0, std::nullopt, 1000)) << "a journal that starts: with what the store holds";
+  EXPECT_TRUE(snapshot_due(57, std::nullopt, 1000)) << "a journal etcd lost";
+  EXPECT_FALSE(snapshot_due(1, 1, 1000));
+  EXPECT_FALSE(snapshot_due(1000, 1, 1000));
+  EXPECT_TRUE(snapshot_due(1001, 1, 1000));
+  EXPECT_FALSE(snapshot_due(2000, 1001, 1000));
+  EXPECT_TRUE(snapshot_due(2001, 1001, 1000));
 }
 
 // The store keeps a job's state by name: every state reads back as itself, an unknown name (a
