@@ -3,20 +3,15 @@
 // campaign over etcd's JSON gateway, a killed leader replaced, a leader that loses etcd stopping
 // before its lease ends, and journal entries fenced by the leadership's token.
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <thread>
 
 #include "controller/safed/etcd_client.hpp"
 #include "controller/safed/etcd_journal.hpp"
 #include "controller/safed/leadership.hpp"
-#include "tests/unit/loopback_listener.hpp"
+#include "tests/etcd/local_etcd.hpp"
 
 namespace safe {
 namespace {
@@ -25,61 +20,6 @@ long long steady_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
-
-// A port free a moment ago (etcd binds it right after).
-int free_port() { return testing::LoopbackListener(1).port; }
-
-std::string find_etcd() {
-  for (const char* dir : {"/usr/bin", "/usr/local/bin"}) {
-    std::string p = std::string(dir) + "/etcd";
-    if (access(p.c_str(), X_OK) == 0) return p;
-  }
-  return "";
-}
-
-// One etcd member for the test's lifetime.
-class Etcd {
- public:
-  Etcd() {
-    std::string bin = find_etcd();
-    if (bin.empty()) return;
-    char tmpl[] = "/tmp/safe-etcd.XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    url = "http://127.0.0.1:" + std::to_string(free_port());
-    std::string peer = "http://127.0.0.1:" + std::to_string(free_port());
-    pid_ = fork();
-    if (pid_ == 0) {
-      std::string log = dir_ + "/etcd.log";
-      freopen(log.c_str(), "w", stderr);
-      freopen(log.c_str(), "a", stdout);
-      execl(bin.c_str(), "etcd", "--data-dir", (dir_ + "/data").c_str(), "--listen-client-urls", url.c_str(),
-            "--advertise-client-urls", url.c_str(), "--listen-peer-urls", peer.c_str(), "--initial-advertise-peer-urls",
-            peer.c_str(), "--initial-cluster", ("default=" + peer).c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    EtcdClient probe({{url}, 500});
-    for (int i = 0; i < 100 && !ready; ++i) {
-      ready = static_cast<bool>(probe.grant(2));
-      if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }
-  ~Etcd() {
-    if (pid_ > 0) {
-      kill(pid_, SIGCONT);
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
-  }
-  void stop() { kill(pid_, SIGSTOP); }   // etcd hung: requests time out
-  void resume() { kill(pid_, SIGCONT); }
-  std::string url;
-  bool ready = false;
-
- private:
-  std::string dir_;
-  pid_t pid_ = -1;
-};
 
 class RealEtcdTest : public ::testing::Test {
  protected:
