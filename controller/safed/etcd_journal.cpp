@@ -91,9 +91,11 @@ Status EtcdJournal::append_snapshot(long long seq, const std::string& image) {
                     drop(journal, entry_key(seq)) + drop(staged, staged + padded(seq)));
 }
 
-Result<Json> EtcdJournal::range(const std::string& from, const std::string& to, int limit, bool keys_only) {
+Result<Json> EtcdJournal::range(const std::string& from, const std::string& to, int limit, bool keys_only,
+                                 long long revision) {
   auto answer = etcd_.post("/v3/kv/range", "{\"key\":\"" + b64(from) + "\",\"range_end\":\"" + b64(to) +
                                                "\",\"limit\":\"" + std::to_string(limit) + "\"" +
+                                               (revision ? ",\"revision\":\"" + std::to_string(revision) + "\"" : "") +
                                                (keys_only ? ",\"keys_only\":true}" : "}"));
   if (!answer) return Error{answer.error()};
   return parse_etcd_answer(*answer);
@@ -110,14 +112,14 @@ Result<std::optional<long long>> EtcdJournal::oldest_seq() {
   return std::optional<long long>{std::strtoll(key->c_str() + dir.size(), nullptr, 10)};
 }
 
-Result<std::string> EtcdJournal::read_parts(long long seq, long long token, long long count) {
+Result<std::string> EtcdJournal::read_parts(long long seq, long long token, long long count, long long revision) {
   std::string dir = parts_dir(seq, token);
   std::string out;
   long long got = 0;
   std::string from = dir;
   // A page at a time: each part is up to part_bytes_, an answer must stay under etcd's limits.
   while (got < count) {
-    auto j = range(from, prefix_range_end(dir), 1);
+    auto j = range(from, prefix_range_end(dir), 1, false, revision);
     if (!j) return Error{j.error()};
     const json_t* kv = json_array_get(json_object_get(j->get(), "kvs"), 0);
     std::string key, value;
@@ -138,6 +140,9 @@ Result<std::vector<JournalEntry>> EtcdJournal::entries_after(long long seq, int 
   std::string dir = prefix_ + "/journal/";
   auto j = range(entry_key(seq + 1), prefix_range_end(dir), limit);
   if (!j) return Error{j.error()};
+  // The parts are read as of the entries' revision: a snapshot written meanwhile drops them, but
+  // etcd keeps them in its history until it compacts that.
+  long long revision = std::atoll(json_string_or(json_object_get(j->get(), "header"), "revision").c_str());
   std::vector<JournalEntry> out;
   std::size_t i;
   const json_t* kv;
@@ -153,7 +158,7 @@ Result<std::vector<JournalEntry>> EtcdJournal::entries_after(long long seq, int 
     long long token = 0, parts = 0;
     if ((value[0] != 'p' && value[0] != 's') || std::sscanf(value.c_str() + 1, "%lld %lld", &token, &parts) != 2)
       return Error{"journal entry " + std::to_string(n) + " has an unknown form"};
-    auto whole = read_parts(n, token, parts);
+    auto whole = read_parts(n, token, parts, revision);
     if (!whole) return Error{whole.error()};
     out.push_back({n, value[0] == 's', std::move(*whole)});
   }

@@ -53,9 +53,12 @@ class EtcdJournal : public StoreJournal {
   // Puts entry `seq` = `value` if this safed still holds the leader key under token_ and the
   // entry does not exist yet, with `more` (etcd txn request operations, JSON) in the same step.
   Status fenced_put(long long seq, const std::string& value, const std::string& more = "");
-  Result<std::string> read_parts(long long seq, long long token, long long count);
-  // Up to `limit` keys in [from, to) with their values (or without: keys_only), as etcd answers.
-  Result<Json> range(const std::string& from, const std::string& to, int limit, bool keys_only = false);
+  // The parts of entry `seq` as of etcd's `revision` (0: the latest).
+  Result<std::string> read_parts(long long seq, long long token, long long count, long long revision);
+  // Up to `limit` keys in [from, to) with their values (or without: keys_only) as of `revision`
+  // (0: the latest), as etcd answers.
+  Result<Json> range(const std::string& from, const std::string& to, int limit, bool keys_only = false,
+                     long long revision = 0);
 
   EtcdClient& etcd_;
   std::string prefix_;

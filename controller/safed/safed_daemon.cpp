@@ -108,7 +108,12 @@ class Safed {
   // acts with. Called under mutex_, right before each change sent to Slurm.
   bool may_act();
   bool follow_journal();
-  // The active instance: appends a snapshot of its store when the journal needs one (snapshot_due).
+  // An instance that became active, its store caught up: appends under `token` from now on, an
+  // empty journal starting with a snapshot. The error ("" none), the store left as a standby's.
+  std::string start_journal(long long token);
+  // Appends a snapshot of the store; the error, "" for none.
+  std::string write_snapshot();
+  // The active instance, after a pass: a snapshot when the journal holds snapshot_every entries.
   void snapshot_if_due();
   void reload_config();
   void reconcile_pass();
@@ -165,9 +170,10 @@ class Safed {
   std::atomic<bool> acting_{true};     // false while the standby: no pass, no probe, no action
   long long acting_token_ = 0;         // the fencing token the journal writes under
   std::string follow_error_;           // the last one logged
-  // The journal's oldest entry as the active instance knows it (read once when it becomes
-  // active, then its own snapshots'); nullopt: none; unset: not read yet.
-  std::optional<std::optional<long long>> journal_oldest_;
+  // The journal's oldest entry as the active instance knows it: read when it becomes active, then
+  // its own snapshots'.
+  long long journal_oldest_ = 0;
+  long long snapshot_retry_at_ = 0;    // steady_s() before which a failed snapshot is not tried again
   std::string snapshot_error_;         // the last one logged
   // Asked of the leadership thread: the active instance cannot reach Slurm and another can, or
   // cannot bring its store up to the journal.
@@ -319,12 +325,13 @@ bool Safed::act_on_role() {
     // whole journal first, so that every open failover goes on from its last recorded phase.
     store_.set_journal(nullptr);
     acting_ = false;
-    if (!follow_journal()) {
+    std::string why = follow_journal() ? start_journal(token) : follow_error_;
+    if (!why.empty()) {
       // One that cannot catch up (its store diverged, etcd unreadable) hands the role on.
       if (++catch_up_failures_ >= 3) {
         {
           std::lock_guard leader_lock(leader_mutex_);
-          resign_reason_ = "resigned: cannot bring the state store up to the journal: " + follow_error_;
+          resign_reason_ = "resigned: cannot bring the state store up to the journal: " + why;
         }
         resign_requested_ = true;
         catch_up_failures_ = 0;
@@ -332,9 +339,6 @@ bool Safed::act_on_role() {
       return false;
     }
     catch_up_failures_ = 0;
-    journal_oldest_.reset();
-    journal_->set_token(token);
-    store_.set_journal(journal_.get());
     planner_ = make_planner(planner_->config());
     acting_token_ = token;
     acting_ = true;
@@ -362,29 +366,53 @@ bool Safed::act_on_role() {
       return false;
     }
   }
-  snapshot_if_due();
   return true;
 }
 
-void Safed::snapshot_if_due() {
+std::string Safed::start_journal(long long token) {
+  journal_->set_token(token);
+  store_.set_journal(journal_.get());
   std::string error;
-  if (!journal_oldest_) {
-    auto oldest = journal_->oldest_seq();
-    if (oldest) journal_oldest_ = *oldest;
-    else error = "cannot read the journal's oldest entry in etcd: " + oldest.error();
+  auto oldest = journal_->oldest_seq();
+  if (!oldest) {
+    error = "cannot read the journal's oldest entry in etcd: " + oldest.error();
+  } else if (*oldest) {
+    journal_oldest_ = **oldest;
+  } else {
+    // An empty journal starts with everything this store holds (history from before
+    // controller.ha, or a journal etcd lost) before any change is appended to it: the standby's
+    // store is replaced by it rather than diverging.
+    error = write_snapshot();
   }
-  if (journal_oldest_ && snapshot_due(store_.journal_seq(), *journal_oldest_, config_.controller.ha.snapshot_every)) {
-    try {
-      store_.snapshot_to_journal();
-      journal_oldest_ = store_.journal_seq();
-      log_line("safed: active: the state store's snapshot is journal entry " + std::to_string(store_.journal_seq()) +
-               "; the entries before it are dropped");
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
+  if (!error.empty()) {
+    store_.set_journal(nullptr);
+    journal_->set_token(0);
   }
-  // Not fatal: the journal grows until a later pass writes the snapshot.
-  if (!error.empty() && error != snapshot_error_) log_line("safed: active: " + error + "; tried again next pass");
+  return error;
+}
+
+std::string Safed::write_snapshot() {
+  try {
+    store_.snapshot_to_journal();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  journal_oldest_ = store_.journal_seq();
+  log_line("safed: active: snapshot of the state store written as journal entry " + std::to_string(journal_oldest_) +
+           "; the entries before it are dropped");
+  return "";
+}
+
+void Safed::snapshot_if_due() {
+  if (!journal_ || !acting_ || !snapshot_due(store_.journal_seq(), journal_oldest_, config_.controller.ha.snapshot_every))
+    return;
+  long long now = steady_s();
+  if (now < snapshot_retry_at_) return;
+  std::string error = write_snapshot();
+  // Not fatal: the journal grows a while longer. A pause before the next try, so that a failing
+  // etcd does not get a whole image in parts every pass.
+  snapshot_retry_at_ = error.empty() ? 0 : now + 30;
+  if (!error.empty() && error != snapshot_error_) log_line("safed: active: " + error + "; tried again in 30 s");
   snapshot_error_ = error;
 }
 
@@ -434,10 +462,13 @@ bool Safed::follow_journal() {
             store_.apply_journal_entry(entry.seq, entry.data);
             continue;
           }
+          // Also a store at the entry before it: the snapshot makes it the active's whatever
+          // happened before. Logged for a store behind it (new, or down for long).
           long long had = store_.journal_seq();
           store_.restore_snapshot(entry.seq, entry.data);
-          log_line("safed: the state store replaced by the journal's snapshot (entry " + std::to_string(entry.seq) +
-                   ", the store was at entry " + std::to_string(had) + ")");
+          if (had != entry.seq - 1)
+            log_line("safed: the state store replaced by the journal's snapshot (entry " + std::to_string(entry.seq) +
+                     ", the store was at entry " + std::to_string(had) + ")");
         }
         continue;
       }
@@ -674,7 +705,13 @@ int Safed::run() {
              "the network in clear text; keep controller.listen on 127.0.0.1 or put TLS in front (docs/security.md)");
   while (!stop_) {
     if (reload_.exchange(false)) reload_config();
-    if (!leadership_ || act_on_role()) reconcile_pass();
+    if (!leadership_ || act_on_role()) {
+      reconcile_pass();
+      if (leadership_) {
+        std::lock_guard lock(mutex_);
+        snapshot_if_due();  // after the pass: a new active instance's first pass is not delayed
+      }
+    }
     wait_for_next_pass();
   }
   log_line("safed: stopping");

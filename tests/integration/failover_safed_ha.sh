@@ -5,11 +5,13 @@
 #  - the standby takes over within 5 s and finishes that failover: exactly one requeue, the job
 #    running again, and the history the first instance wrote (the signal) in the second's store;
 #    safectl and the REST bridge, given no URL, find the second instance in etcd;
-#  - the journal starts with a snapshot of the store, and every 10 entries (snapshot_every) a new
+#  - the journal starts with a snapshot of the store, and every 3 entries (snapshot_every) a new
 #    one drops the entries before it;
 #  - the killed instance, started again with no store (a new host), is the standby: it takes no
 #    action, and its store starts from the snapshot and catches up with the journal;
-#  - both killed and started again at once: one becomes active, no action is repeated.
+#  - both killed and started again at once: one becomes active, no action is repeated;
+#  - the journal lost and one store moved aside (as when HA is enabled on a safed with history):
+#    the first instance starts the journal with its store's snapshot, the second gets it.
 # (Before: safed had no standby; with one safed killed, failovers waited for a human.)
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/cluster_test.sh
@@ -77,7 +79,7 @@ safectl job "$job" --json | jq -e '[.actions[] | select(.action == "checkpoint s
     fail "the first instance's checkpoint signal is not in the second's history: $(safectl job "$job" --json | jq -c '.actions')"
 
 # The journal starts with a snapshot of the whole store (entry 1 when the first instance became
-# active), and every 10 entries another replaces the entries before it (snapshot_every: 10).
+# active), and every 3 entries another replaces the entries before it (snapshot_every: 3).
 # safe-cluster's controller.ha line: ha: {etcd_endpoints: [URL], prefix: P, ...}
 etcd_url=$(sed -n 's/.*etcd_endpoints: \[\([^],]*\)\].*/\1/p' "$SAFE_CONFIG")
 journal_prefix=$(sed -n 's/.*ha: {.*prefix: \([^,}]*\).*/\1/p' "$SAFE_CONFIG")/journal/
@@ -95,9 +97,10 @@ oldest_entry() {
     echo $((10#${key:-0}))
 }
 wait_for '(($(oldest_entry) > 1))' 30 "journal_keys"
-# A snapshot is due at most one pass late: 10 entries and what one pass writes.
+# A snapshot comes after the pass that made it due: 3 entries and what one pass (and the probes
+# meanwhile) wrote; far fewer than the whole history.
 echo "the journal keeps $(journal_keys | wc -l) entries, from entry $(oldest_entry) (a snapshot)"
-(($(journal_keys | wc -l) <= 20)) || fail "more journal entries kept than 2 x snapshot_every: $(journal_keys | tr '\n' ' ')"
+(($(journal_keys | wc -l) <= 10)) || fail "more than 10 journal entries kept: $(journal_keys | tr '\n' ' ')"
 
 # The killed instance comes back as the standby, on a host with no history (its store moved
 # aside): it starts from the journal's snapshot, the entries before it long gone, and follows on.
@@ -106,8 +109,8 @@ rm -f "$dir/safed/safed.sqlite-wal" "$dir/safed/safed.sqlite-shm"
 start_instance 1
 wait_for "[[ -n \$(instance_pid 1) ]]" 10
 wait_for "[[ \$(curl -sf $url_1/metrics | awk '\$1 == \"safe_controller_active\" { print \$2 }') == 0 ]]" 15 "tail $log_1"
-grep "the state store replaced by the journal's snapshot (entry [0-9]*, the store was at entry 0)" "$log_1" ||
-    fail "the first instance did not start from the snapshot: $(tail -n 5 "$log_1")"
+wait_for "grep -q \"the state store replaced by the journal's snapshot (entry [0-9]*, the store was at entry 0)\" $log_1" 15 \
+    "tail -n 5 $log_1"
 wait_passes 3
 journal_position() { curl -sf "$1/metrics" | awk '$1 == "safe_journal_position" { print $2 }'; }
 wait_for "[[ \$(journal_position $url_1) == \$(journal_position $url_2) ]]" 15 "tail $log_1"
@@ -121,13 +124,33 @@ kill -KILL "$(instance_pid 1)" "$(instance_pid 2)"
 wait_for "[[ -z \$(instance_pid 1)\$(instance_pid 2) ]]" 10
 start_instance 1
 start_instance 2
-wait_for "[[ \$(grep -c 'safed: active: the state store' $log_1 $log_2 | awk -F: '{ n += \$2 } END { print n }') -ge 3 ]]" 15 "tail $log_1 $log_2"
+wait_for "[[ \$(grep -c 'safed: active: the state store holds the journal' $log_1 $log_2 | awk -F: '{ n += \$2 } END { print n }') -ge 3 ]]" 15 "tail $log_1 $log_2"
 active_url=$url_1
 [[ $(curl -sf "$url_2/metrics" | awk '$1 == "safe_controller_active" { print $2 }') != 1 ]] || active_url=$url_2
 SAFE_CONTROLLER_URL=$active_url wait_passes 5
 assert_eq 1 "$(job_field "$job" Restarts)" "Slurm's restart count of job $job after both restarted"
 assert_eq 1 "$(SAFE_CONTROLLER_URL=$active_url requeues_recorded "$job")" "requeues after both restarted"
 assert_eq RUNNING "$(job_field "$job" JobState)" "state of job $job"
+
+# HA enabled on a safed that has history (here: a journal etcd lost): both stopped, the journal
+# gone, the second host's store moved aside. The first, started alone, starts the journal with a
+# snapshot of its store before anything else; the second, with no store, gets the history from it.
+kill -KILL "$(instance_pid 1)" "$(instance_pid 2)"
+wait_for "[[ -z \$(instance_pid 1)\$(instance_pid 2) ]]" 10
+journal_dir=${journal_prefix%/}  # .../journal: its entries and .../journal-part/
+curl -sf "$etcd_url/v3/kv/deleterange" -d "{\"key\":\"$(printf %s "$journal_dir" | base64 -w0)\",\"range_end\":\"$(printf %s "${journal_dir%l}m" | base64 -w0)\"}" >/dev/null
+[[ -z $(journal_keys) ]] || fail "the journal is still in etcd: $(journal_keys | tr '\n' ' ')"
+mv "$dir/safed-2/safed.sqlite" "$work/safed-2.sqlite"
+rm -f "$dir/safed-2/safed.sqlite-wal" "$dir/safed-2/safed.sqlite-shm"
+restored_before=$(grep -c "replaced by the journal's snapshot (entry [0-9]*, the store was at entry 0)" "$log_2" || true)
+start_instance 1
+wait_for "[[ \$(curl -sf $url_1/metrics | awk '\$1 == \"safe_controller_active\" { print \$2 }') == 1 ]]" 15 "tail $log_1"
+first=$(oldest_entry)
+((first > 1)) || fail "the journal did not start with the store's snapshot: $(journal_keys | tr '\n' ' ')"
+start_instance 2
+wait_for "[[ \$(grep -c \"replaced by the journal's snapshot (entry [0-9]*, the store was at entry 0)\" $log_2) -gt $restored_before ]]" 15 \
+    "tail -n 5 $log_2"
+assert_eq 1 "$(SAFE_CONTROLLER_URL=$url_2 requeues_recorded "$job")" "requeues in the second instance's store, from the snapshot"
 scancel "$job"
 safectl inject --node "$bad" --gpu 1 --fault clear >/dev/null
 echo "PASS: failover_safed_ha (active safed killed after the signal: standby active in $((takeover / 100))00 ms, one requeue, running again after $((mttr / 1000)) s; both restarted: no action repeated)"
