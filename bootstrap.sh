@@ -39,6 +39,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev jq wrk procps iproute2 util-linux libfaketime shellcheck curl python3 openssl
   # safed's leadership (controller.ha) is tested against a real etcd the test starts
   etcd-server
+  # systemd-analyze checks the shipped units (systemd need not be PID 1)
+  systemd
 )
 release_packages() {
   local codename

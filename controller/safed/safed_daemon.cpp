@@ -1,5 +1,7 @@
 #include "controller/safed/safed_daemon.hpp"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -14,6 +16,7 @@
 #include "common/http_service.hpp"
 #include "common/job_user.hpp"
 #include "common/slurm/libslurm.hpp"
+#include "common/systemd_notify.hpp"
 #include "common/user_directory.hpp"
 #include "controller/safed/clock_step.hpp"
 #include "controller/safed/cluster_shape_publisher.hpp"
@@ -99,6 +102,9 @@ class Safed {
   std::unique_ptr<FailoverPlanner> make_planner(const SafeConfig& c);
   ControllerData api_data();
   void probe_loop();
+  // Under systemd with WatchdogSec=: pings while the main loop, the probes and the lease's loop
+  // all turn (heartbeats_), so that systemd restarts a hung safed.
+  void watchdog_loop(const SystemdNotifier& systemd);
   // controller.ha: keeps the lease (its own thread), and, in the main loop, acts on the role:
   // a standby follows the journal, an instance that became active catches up with it first.
   void leadership_loop();
@@ -151,6 +157,8 @@ class Safed {
   DeadNodeDetector detector_;
   ControllerHealth health_;
   ClusterShapePublisher shape_publisher_;
+  Heartbeats heartbeats_;
+  std::size_t main_beat_ = 0, probe_beat_ = 0, leadership_beat_ = 0;
   std::mutex mutex_;       // guards planner_, detector_, health_, store_, and every libslurm call
   std::mutex read_mutex_;  // read_store_'s one connection, shared by the API's workers
   int failures_ = 0;       // Slurm reads failed in a row
@@ -236,6 +244,7 @@ ControllerData Safed::api_data() {
 // pass, and the lock is taken only to pick the targets and to act on the results.
 void Safed::probe_loop() {
   while (!stop_) {
+    heartbeats_.beat(probe_beat_, std::chrono::steady_clock::now());
     SlurmdProbeConfig probe;
     std::vector<ProbeTarget> targets;
     long long targets_pass = 0;
@@ -275,6 +284,7 @@ void Safed::leadership_loop() {
   };
   // Until the main loop and the probe thread have ended: the lease outlives the last action.
   while (!leadership_stop_) {
+    heartbeats_.beat(leadership_beat_, std::chrono::steady_clock::now());
     {
       std::lock_guard lock(leader_mutex_);
       if (resign_requested_.exchange(false)) leadership_->resign(steady_ms(), resign_reason_);
@@ -662,6 +672,30 @@ void Safed::wait_for_next_pass() {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
 }
 
+void Safed::watchdog_loop(const SystemdNotifier& systemd) {
+  // Pings at half the period, as sd_watchdog_enabled(3) advises. A loop that has not turned for
+  // a whole period (a pass waits at most about 3 x MessageTimeout on an unreachable slurmctld)
+  // stops the pings.
+  const auto period = *systemd.watchdog();
+  std::string logged;
+  while (!stop_) {
+    auto stalled = heartbeats_.stalled(std::chrono::steady_clock::now(), period);
+    std::string why;
+    for (const auto& loop : stalled) why += (why.empty() ? "" : ", ") + loop;
+    if (why.empty()) {
+      if (auto pinged = systemd.notify("WATCHDOG=1"); !pinged && pinged.error() != logged) {
+        logged = pinged.error();
+        log_line("safed: " + logged);
+      }
+    } else if (why != logged) {
+      logged = why;
+      log_line("safed: watchdog: not telling systemd all is well: stalled: " + why +
+               "; systemd restarts safed once WatchdogSec= passes without a ping");
+    }
+    sleep_until(std::chrono::steady_clock::now() + period / 2);
+  }
+}
+
 int Safed::run() {
   AuthSettings auth_settings = auth_settings_from(config_.auth);
   if (!config_.auth.jwt_key_file.empty()) {
@@ -690,6 +724,10 @@ int Safed::run() {
   }
   std::error_code ec;
   std::filesystem::create_directories(config_.controller.state_dir, ec);
+  auto started_at = std::chrono::steady_clock::now();
+  main_beat_ = heartbeats_.add("main loop", started_at);
+  probe_beat_ = heartbeats_.add("probe loop", started_at);
+  if (leadership_) leadership_beat_ = heartbeats_.add("lease loop", started_at);
   std::thread probe_thread([this] { probe_loop(); });
   std::thread leadership_thread;
   if (leadership_) {
@@ -703,7 +741,12 @@ int Safed::run() {
   if (!is_loopback(host_))
     log_line("safed: warning: " + settings_.listen + " is not a loopback address: credentials and job records cross "
              "the network in clear text; keep controller.listen on 127.0.0.1 or put TLS in front (docs/security.md)");
+  const SystemdNotifier systemd = SystemdNotifier::from_environment(getpid());
+  if (auto ready = systemd.notify("READY=1"); !ready) log_line("safed: " + ready.error());
+  std::thread watchdog_thread;
+  if (systemd.watchdog()) watchdog_thread = std::thread([this, &systemd] { watchdog_loop(systemd); });
   while (!stop_) {
+    heartbeats_.beat(main_beat_, std::chrono::steady_clock::now());
     if (reload_.exchange(false)) reload_config();
     if (!leadership_ || act_on_role()) {
       reconcile_pass();
@@ -715,6 +758,8 @@ int Safed::run() {
     wait_for_next_pass();
   }
   log_line("safed: stopping");
+  if (auto stopping = systemd.notify("STOPPING=1"); !stopping) log_line("safed: " + stopping.error());
+  if (watchdog_thread.joinable()) watchdog_thread.join();
   probe_thread.join();
   leadership_stop_ = true;
   if (leadership_thread.joinable()) leadership_thread.join();
