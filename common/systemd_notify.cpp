@@ -51,13 +51,11 @@ void Heartbeats::beat(std::size_t loop, Clock::time_point now) {
   if (loop < loops_.size()) loops_[loop].second = now;
 }
 
-std::vector<std::string> Heartbeats::stalled(Clock::time_point now, Clock::duration limit) const {
+std::vector<std::pair<std::string, long long>> Heartbeats::stalled(Clock::time_point now, Clock::duration limit) const {
   std::lock_guard lock(mutex_);
-  std::vector<std::string> out;
+  std::vector<std::pair<std::string, long long>> out;
   for (const auto& [name, last] : loops_)
-    if (now - last > limit)
-      out.push_back(name + " (" + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - last).count()) +
-                    " s)");
+    if (now - last > limit) out.emplace_back(name, std::chrono::duration_cast<std::chrono::seconds>(now - last).count());
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/result.hpp"
@@ -46,9 +47,9 @@ class Heartbeats {
   // A loop to watch, alive from `now`; returns its number for beat().
   std::size_t add(std::string name, Clock::time_point now);
   void beat(std::size_t loop, Clock::time_point now);
-  // The loops that have not beaten within `limit` of `now`, with how long since ("main loop
-  // (95 s)"); empty while all are alive.
-  std::vector<std::string> stalled(Clock::time_point now, Clock::duration limit) const;
+  // The loops that have not beaten within `limit` of `now`, with the whole seconds since their
+  // last beat; empty while all are alive.
+  std::vector<std::pair<std::string, long long>> stalled(Clock::time_point now, Clock::duration limit) const;
 
  private:
   mutable std::mutex mutex_;

@@ -256,7 +256,9 @@ void Safed::probe_loop() {
     }
     auto round_start = std::chrono::steady_clock::now();
     if (!targets.empty()) {
-      auto results = probe_slurmds(targets, probe.timeout_ms, probe.max_in_flight);
+      // A round of many silent nodes lasts a while: each wait for the sockets is a turn.
+      auto results = probe_slurmds(targets, probe.timeout_ms, probe.max_in_flight, resolve_target,
+                                   [this] { heartbeats_.beat(probe_beat_, std::chrono::steady_clock::now()); });
       std::lock_guard lock(mutex_);
       // The role may have changed hands while the probes ran: a standby acts on nothing.
       if (!acting_) continue;
@@ -673,26 +675,29 @@ void Safed::wait_for_next_pass() {
 }
 
 void Safed::watchdog_loop(const SystemdNotifier& systemd) {
-  // Pings at half the period, as sd_watchdog_enabled(3) advises. A loop that has not turned for
-  // a whole period (a pass waits at most about 3 x MessageTimeout on an unreachable slurmctld)
-  // stops the pings.
+  // A loop that has not turned for half the period stops the pings, so that systemd kills a hung
+  // safed within 1.5 periods; the pings go at a quarter, so that a live one is never late.
   const auto period = *systemd.watchdog();
-  std::string logged;
+  std::string logged;  // the stalled loops, or the error, said last
   while (!stop_) {
-    auto stalled = heartbeats_.stalled(std::chrono::steady_clock::now(), period);
-    std::string why;
-    for (const auto& loop : stalled) why += (why.empty() ? "" : ", ") + loop;
-    if (why.empty()) {
-      if (auto pinged = systemd.notify("WATCHDOG=1"); !pinged && pinged.error() != logged) {
-        logged = pinged.error();
-        log_line("safed: " + logged);
-      }
-    } else if (why != logged) {
-      logged = why;
+    auto stalled = heartbeats_.stalled(std::chrono::steady_clock::now(), period / 2);
+    std::string loops, why;
+    for (const auto& [name, since] : stalled) {
+      loops += (loops.empty() ? "" : ", ") + name;
+      why += (why.empty() ? "" : ", ") + name + " (" + std::to_string(since) + " s)";
+    }
+    if (loops.empty()) {
+      if (!logged.empty() && logged.rfind("stalled: ", 0) == 0) log_line("safed: watchdog: every loop turns again");
+      auto pinged = systemd.notify("WATCHDOG=1");
+      std::string error = pinged ? "" : pinged.error();
+      if (!error.empty() && error != logged) log_line("safed: " + error);
+      logged = error;
+    } else if ("stalled: " + loops != logged) {
+      logged = "stalled: " + loops;
       log_line("safed: watchdog: not telling systemd all is well: stalled: " + why +
                "; systemd restarts safed once WatchdogSec= passes without a ping");
     }
-    sleep_until(std::chrono::steady_clock::now() + period / 2);
+    sleep_until(std::chrono::steady_clock::now() + period / 4);
   }
 }
 

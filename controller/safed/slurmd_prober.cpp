@@ -71,7 +71,8 @@ std::vector<SocketAddress> resolve_target(const ProbeTarget& t) {
 }
 
 std::vector<ProbeResult> probe_slurmds(const std::vector<ProbeTarget>& targets, int timeout_ms, int max_in_flight,
-                                       const std::function<std::vector<SocketAddress>(const ProbeTarget&)>& resolve) {
+                                       const std::function<std::vector<SocketAddress>(const ProbeTarget&)>& resolve,
+                                       const std::function<void()>& turn) {
   std::vector<ProbeResult> results(targets.size());
   std::vector<std::vector<SocketAddress>> addresses(targets.size());
   std::vector<std::size_t> tried(targets.size(), 0);  // addresses of the target tried so far
@@ -111,6 +112,7 @@ std::vector<ProbeResult> probe_slurmds(const std::vector<ProbeTarget>& targets, 
     }
   };
   while (next < targets.size() || !open.empty()) {
+    if (turn) turn();
     while (next < targets.size() && static_cast<int>(open.size()) < std::max(1, max_in_flight)) {
       std::size_t i = next++;
       const ProbeTarget& t = targets[i];

@@ -30,9 +30,11 @@ std::vector<SocketAddress> resolve_target(const ProbeTarget& target);
 // answers, else by its last address's outcome (a failure outright never hides a refusal or a
 // timeout). An address that connects but stays silent is the target's answer: slurmd is there and
 // does not serve. Blocks the calling thread for at most about ceil(targets / max_in_flight) * timeout_ms
-// per address (plus name resolution of non-numeric addresses).
+// per address (plus name resolution of non-numeric addresses). `turn`, when set, is called before
+// each wait for the sockets (safed's watchdog: a long round is not a hung one).
 std::vector<ProbeResult> probe_slurmds(
     const std::vector<ProbeTarget>& targets, int timeout_ms, int max_in_flight,
-    const std::function<std::vector<SocketAddress>(const ProbeTarget&)>& resolve = resolve_target);
+    const std::function<std::vector<SocketAddress>(const ProbeTarget&)>& resolve = resolve_target,
+    const std::function<void()>& turn = {});
 
 }  // namespace safe
