@@ -132,10 +132,6 @@ Result<std::string> EtcdJournal::read_parts(long long seq, long long token, long
   return out;
 }
 
-bool snapshot_due(long long store_seq, std::optional<long long> oldest, long long every) {
-  return !oldest || store_seq - *oldest >= every;
-}
-
 Result<std::vector<JournalEntry>> EtcdJournal::entries_after(long long seq, int limit) {
   std::string dir = prefix_ + "/journal/";
   auto j = range(entry_key(seq + 1), prefix_range_end(dir), limit);

@@ -66,10 +66,4 @@ class EtcdJournal : public StoreJournal {
   long long token_ = 0;
 };
 
-// Whether the active instance appends a snapshot now, its store at entry `store_seq`: when the
-// journal has no entry (`oldest`: nullopt), so that it starts with everything the store holds
-// (history from before controller.ha, or a journal etcd lost), and when it holds `every` entries
-// or more since its oldest.
-bool snapshot_due(long long store_seq, std::optional<long long> oldest, long long every);
-
 }  // namespace safe

@@ -119,7 +119,8 @@ class Safed {
   std::string start_journal(long long token);
   // Appends a snapshot of the store; the error, "" for none.
   std::string write_snapshot();
-  // The active instance, after a pass: a snapshot when the journal holds snapshot_every entries.
+  // The active instance, after a pass: a snapshot when the journal holds snapshot_every entries
+  // after its oldest.
   void snapshot_if_due();
   void reload_config();
   void reconcile_pass();
@@ -416,8 +417,8 @@ std::string Safed::write_snapshot() {
 }
 
 void Safed::snapshot_if_due() {
-  if (!journal_ || !acting_ || !snapshot_due(store_.journal_seq(), journal_oldest_, config_.controller.ha.snapshot_every))
-    return;
+  // The journal starts at its newest snapshot (an empty one got its first in start_journal).
+  if (!journal_ || !acting_ || store_.journal_seq() - journal_oldest_ < config_.controller.ha.snapshot_every) return;
   long long now = steady_s();
   if (now < snapshot_retry_at_) return;
   std::string error = write_snapshot();

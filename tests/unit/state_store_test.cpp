@@ -9,8 +9,6 @@
 
 #include <filesystem>
 
-#include "controller/safed/etcd_journal.hpp"
-
 namespace safe {
 namespace {
 
@@ -317,16 +315,6 @@ TEST_F(StoreFile, ASnapshotOfAFileStoreRestoresIntoAFileStoreThatIsBeingRead) {
   EXPECT_STREQ("wal", reinterpret_cast<const char*>(sqlite3_column_text(mode, 0))) << "still in WAL mode";
   sqlite3_finalize(mode);
   sqlite3_close(db);
-}
-
-TEST(StoreJournal, ASnapshotIsDueForAnEmptyJournalAndEveryNEntries) {
-  EXPECT_TRUE(snapshot_due(0, std::nullopt, 1000)) << "a journal that starts: with what the store holds";
-  EXPECT_TRUE(snapshot_due(57, std::nullopt, 1000)) << "a journal etcd lost";
-  EXPECT_FALSE(snapshot_due(1, 1, 1000));
-  EXPECT_FALSE(snapshot_due(1000, 1, 1000));
-  EXPECT_TRUE(snapshot_due(1001, 1, 1000));
-  EXPECT_FALSE(snapshot_due(2000, 1001, 1000));
-  EXPECT_TRUE(snapshot_due(2001, 1001, 1000));
 }
 
 // The store keeps a job's state by name: every state reads back as itself, an unknown name (a
