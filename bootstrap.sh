@@ -6,6 +6,8 @@
 #   ./bootstrap.sh test    deps + build + the whole test suite (unit and integration); further
 #                          arguments go to ctest (e.g. -L failover)
 #   ./bootstrap.sh demo    deps + build + a local 4-node Slurm cluster with SaFE and a demo job
+#   ./bootstrap.sh package deps + the Debian packages, checked with lintian, in build/packages/
+#                          (docs/install.md); --rpm also builds the RPMs
 #
 # Environment: SAFE_SANITIZE=address,undefined builds into build-asan/ with sanitizers and tests
 # that build; SAFE_BUILD_DIR overrides the build directory; SAFE_DEMO_DIR the demo cluster's.
@@ -41,6 +43,8 @@ PACKAGES=(
   etcd-server
   # systemd-analyze checks the shipped units (systemd need not be PID 1)
   systemd
+  # the packages (./bootstrap.sh package; the test suite builds and checks them)
+  debhelper lintian rpm git
 )
 release_packages() {
   local codename
@@ -141,13 +145,19 @@ demo() {
   exec "$SOURCE_DIR/tests/demo/run" --dir "$DEMO_DIR" --build-dir "$BUILD_DIR"
 }
 
+package() {
+  deps
+  exec "$SOURCE_DIR/packaging/build" --out "$SOURCE_DIR/build/packages" "$@"
+}
+
 case "${1:-}" in
   deps) deps ;;
+  package) shift; package "$@" ;;
   build) build ;;
   test) shift; run_tests "$@" ;;
   demo) demo ;;
   *)
-    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
     [[ -z ${1:-} || ${1:-} == -h || ${1:-} == --help ]] || exit 2
     ;;
 esac

@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "common/systemd_notify.hpp"
 #include "healthcheck/gpu_backend.hpp"
 #include "healthcheck/gpu_collector.hpp"
 #include "healthcheck/health_run.hpp"
@@ -175,6 +176,9 @@ int run(int argc, char** argv) {
   std::uniform_int_distribution<int> jitter_ms(0, config->health.jitter_s * 1000);
   // The agent is not run by slurmd: its first run may call the controller.
   options.slurmd_instance.clear();
+  // Under systemd (safe-healthcheck.service, Type=notify): started once the config is read.
+  const auto systemd = safe::SystemdNotifier::from_environment(getpid());
+  if (auto ready = systemd.notify("READY=1"); !ready) std::cerr << "safe-healthcheck: " << ready.error() << "\n";
   // Spread the first run too, so a rack that boots together does not hit slurmctld together.
   int wait_ms = jitter_ms(random);
   for (;;) {
@@ -187,6 +191,7 @@ int run(int argc, char** argv) {
     print(report, json);
     wait_ms = config->health.interval_s * 1000 + jitter_ms(random);
   }
+  (void)systemd.notify("STOPPING=1");
   return 0;
 }
 

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "common/daemon_log.hpp"
+
 namespace safe::bridge {
 namespace {
 
@@ -14,7 +16,7 @@ std::string printable(const std::string& s) {
 }
 
 void log_request(const std::string& user, const HttpRequest& r, int status, double ms) {
-  std::fprintf(stderr, "safe-kube-bridge: user=%s method=%s path=%s status=%d duration_ms=%.3f client=%s\n",
+  safe::log_linef(safe::LogPriority::info, "safe-kube-bridge: user=%s method=%s path=%s status=%d duration_ms=%.3f client=%s",
                user.empty() ? "-" : printable(user).c_str(), printable(r.method).c_str(), printable(r.path).c_str(),
                status, ms, printable(r.client).c_str());
 }

@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include "common/daemon_log.hpp"
 #include "common/json_value.hpp"
 #include "kube-bridge/kube_manifests.hpp"
 #include "kube-bridge/kube_node_mark.hpp"
@@ -147,7 +148,7 @@ Status KubeTarget::save(const KubeWorkload& w, bool suspend) {
                                    json_text(patch.get()), "application/merge-patch+json");
   if (r.status == 200) return ok_status();
   std::string error = "updating Job " + job + ": " + status_message(r);
-  std::fprintf(stderr, "safe-kube-bridge: workload %s: %s\n", w.spec.name.c_str(), error.c_str());
+  safe::log_linef(safe::LogPriority::warning, "safe-kube-bridge: workload %s: %s", w.spec.name.c_str(), error.c_str());
   return Error{error};
 }
 
@@ -263,7 +264,7 @@ Status KubeTarget::recover(bool tidy) {
   auto found = parse_recovered_workloads(r.body);
   if (!found) return Error{"listing SaFE's Jobs: " + found.error()};
   for (const std::string& why : found->unusable)
-    std::fprintf(stderr, "safe-kube-bridge: %s: no usable SaFE record; left alone\n", why.c_str());
+    safe::log_linef(safe::LogPriority::warning, "safe-kube-bridge: %s: no usable SaFE record; left alone", why.c_str());
   std::lock_guard act(act_mutex_);
   if (tidy)
     for (auto& [name, w] : found->workloads)
@@ -275,7 +276,7 @@ Status KubeTarget::recover(bool tidy) {
     workloads_ = std::move(found->workloads);
   }
   if (tidy || !recovered_)
-    std::fprintf(stderr, "safe-kube-bridge: %zu Kubernetes workload(s) %s from their Jobs\n", count,
+    safe::log_linef(safe::LogPriority::notice, "safe-kube-bridge: %zu Kubernetes workload(s) %s from their Jobs", count,
                  tidy ? "recovered" : "read");
   mark_recovered();
   return ok_status();
@@ -315,7 +316,7 @@ void KubeTarget::fail_over(KubeWorkload& w, const KubeDecision& d, std::time_t n
                       d.message + "; attempt " + std::to_string(w.attempt) + " starts once the pods of attempt " +
                           std::to_string(w.draining_attempt) + " have stopped (checkpoint signal, at most " +
                           std::to_string(lead_time(w)) + " s)"});
-  std::fprintf(stderr, "safe-kube-bridge: workload %s: failover: %s\n", w.spec.name.c_str(),
+  safe::log_linef(safe::LogPriority::notice, "safe-kube-bridge: workload %s: failover: %s", w.spec.name.c_str(),
                w.events.back().message.c_str());
   // Not saved: the API server refused the suspension or the record. The failover goes on from
   // memory (the next attempt is created once the old pods stopped or the lead time is over); a
@@ -337,7 +338,7 @@ void KubeTarget::finish_failover(KubeWorkload& w, std::time_t now) {
     (void)save(w, false);  // logged by save; the workload is Failed in memory either way
     return;
   }
-  std::fprintf(stderr, "safe-kube-bridge: workload %s: attempt %d created\n", w.spec.name.c_str(), w.attempt);
+  safe::log_linef(safe::LogPriority::notice, "safe-kube-bridge: workload %s: attempt %d created", w.spec.name.c_str(), w.attempt);
   delete_attempt(w.spec.name, previous);
 }
 
@@ -400,7 +401,7 @@ void KubeTarget::give_up(KubeWorkload& w, const KubeDecision& d, bool stop_pods,
   }
   w.phase = WorkloadPhase::failed;
   w.events.push_back({"Failed", now, w.attempt, d.message});
-  std::fprintf(stderr, "safe-kube-bridge: workload %s: failed: %s\n", w.spec.name.c_str(), d.message.c_str());
+  safe::log_linef(safe::LogPriority::warning, "safe-kube-bridge: workload %s: failed: %s", w.spec.name.c_str(), d.message.c_str());
   (void)save(w, stop_pods);  // logged by save; the workload is Failed in memory either way
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "kube-bridge/kube_manifests.hpp"
+#include "common/daemon_log.hpp"
 #include "kube-bridge/kube_observations.hpp"
 #include "kube-bridge/kube_target.hpp"
 
@@ -93,7 +94,7 @@ void KubeTarget::mark_recovered() {
 void KubeTarget::elect(const std::stop_token& stop) {
   const LeaderElectionConfig& le = kube_.leader_election;
   const std::string lease = kube_.namespace_ + "/" + le.lease;
-  std::fprintf(stderr, "safe-kube-bridge: leader election on Lease %s as %s\n", lease.c_str(), identity().c_str());
+  safe::log_linef(safe::LogPriority::notice, "safe-kube-bridge: leader election on Lease %s as %s", lease.c_str(), identity().c_str());
   long led_term = 0;
   std::string last_error, last_leader;
   do {
@@ -107,21 +108,21 @@ void KubeTarget::elect(const std::stop_token& stop) {
     if (elector_->last_error() != last_error) {
       last_error = elector_->last_error();
       if (!last_error.empty())
-        std::fprintf(stderr, "safe-kube-bridge: Lease %s: %s; %s\n", lease.c_str(), last_error.c_str(),
+        safe::log_linef(safe::LogPriority::warning, "safe-kube-bridge: Lease %s: %s; %s", lease.c_str(), last_error.c_str(),
                      leads ? "still leading until the renew deadline" : "retrying");
     }
     if (leads && elector_->term() != led_term) {
       led_term = elector_->term();
-      std::fprintf(stderr, "safe-kube-bridge: leading (Lease %s): recovering, then reconciling\n", lease.c_str());
+      safe::log_linef(safe::LogPriority::notice, "safe-kube-bridge: leading (Lease %s): recovering, then reconciling", lease.c_str());
     }
     if (!leads && led_term) {
       led_term = 0;
-      std::fprintf(stderr, "safe-kube-bridge: stopped leading (Lease %s%s%s); standing by\n", lease.c_str(),
+      safe::log_linef(safe::LogPriority::notice, "safe-kube-bridge: stopped leading (Lease %s%s%s); standing by", lease.c_str(),
                    leader().empty() ? "" : " held by ", leader().c_str());
     }
     if (!leads) {
       if (leader() != last_leader && !leader().empty())
-        std::fprintf(stderr, "safe-kube-bridge: standing by; the leader is %s\n", leader().c_str());
+        safe::log_linef(safe::LogPriority::notice, "safe-kube-bridge: standing by; the leader is %s", leader().c_str());
       (void)recover(false);  // the REST API's reads, from the leader's records
     }
     last_leader = leader();
@@ -141,7 +142,7 @@ void KubeTarget::catch_up() {
   if (term_.load() != term) return;
   caught_up_term_ = term;
   reconcile_all();
-  std::fprintf(stderr, "safe-kube-bridge: leading: every workload reconciled once\n");
+  safe::log_linef(safe::LogPriority::notice, "safe-kube-bridge: leading: every workload reconciled once");
 }
 
 void KubeTarget::start() {
@@ -152,7 +153,7 @@ void KubeTarget::start() {
     // With leader election, the records are read by elect() (standing by) and catch_up() (leading).
     if (!elector_) {
       for (Status recovered = recover(); !recovered; recovered = recover()) {
-        if (recovered.error() != last) std::fprintf(stderr, "safe-kube-bridge: %s; retrying\n", recovered.error().c_str());
+        if (recovered.error() != last) safe::log_linef(safe::LogPriority::warning, "safe-kube-bridge: %s; retrying", recovered.error().c_str());
         last = recovered.error();
         if (!pause(stop, std::chrono::seconds(1))) return;
       }

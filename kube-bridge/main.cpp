@@ -2,6 +2,7 @@
 //   safe-kube-bridge [--config FILE] [--listen HOST:PORT] [--jwt-key-file FILE] [--work-dir DIR]
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "common/authenticator.hpp"
+#include "common/daemon_log.hpp"
 #include "common/config.hpp"
 #include "common/user_directory.hpp"
 #include "controller/safed/etcd_client.hpp"
@@ -21,6 +23,7 @@
 #include "kube-bridge/kube_client_curl.hpp"
 #include "kube-bridge/openapi_document.hpp"
 #include "common/slurm/libslurm.hpp"
+#include "common/systemd_notify.hpp"
 #include "kube-bridge/slurm_cache.hpp"
 #include "kube-bridge/user_work_dir.hpp"
 
@@ -58,8 +61,8 @@ int main(int argc, char** argv) {
 
   safe::ConfigResult loaded = safe::load_config_file(config_path);
   if (!loaded.ok()) {
-    for (const auto& e : loaded.errors) std::fprintf(stderr, "safe-kube-bridge: %s\n", e.to_string().c_str());
-    std::fprintf(stderr, "safe-kube-bridge: fix the config (safectl config check %s) and start again\n", config_path.c_str());
+    for (const auto& e : loaded.errors) safe::log_linef(safe::LogPriority::error, "safe-kube-bridge: %s", e.to_string().c_str());
+    safe::log_linef(safe::LogPriority::error, "safe-kube-bridge: fix the config (safectl config check %s) and start again", config_path.c_str());
     return 1;
   }
   const safe::KubeBridgeConfig& kb = loaded.config->kube_bridge;
@@ -77,14 +80,14 @@ int main(int argc, char** argv) {
   if (!jwt_key_file.empty()) {
     auto key = safe::read_jwt_key(jwt_key_file);
     if (!key) {
-      std::fprintf(stderr, "safe-kube-bridge: %s\n", key.error().c_str());
+      safe::log_linef(safe::LogPriority::error, "safe-kube-bridge: %s", key.error().c_str());
       return 1;
     }
     auth_settings.jwt_key = *key;
   }
   std::string slurm_work_dir = work_dir.empty() ? kb.slurm_work_dir : work_dir;
   if (auto checked = safe::bridge::check_work_dir_base(slurm_work_dir); !checked) {
-    std::fprintf(stderr, "safe-kube-bridge: %s\n", checked.error().c_str());
+    safe::log_linef(safe::LogPriority::error, "safe-kube-bridge: %s", checked.error().c_str());
     return 1;
   }
 
@@ -116,14 +119,14 @@ int main(int argc, char** argv) {
     auto connection = kc.kubeconfig.empty() ? safe::bridge::in_cluster_connection()
                                             : safe::bridge::load_kubeconfig(kc.kubeconfig, "/run/safe-kube-bridge");
     if (!connection) {
-      std::fprintf(stderr, "safe-kube-bridge: %s\n", connection.error().c_str());
+      safe::log_linef(safe::LogPriority::error, "safe-kube-bridge: %s", connection.error().c_str());
       return 1;
     }
     kube_client = std::make_unique<safe::bridge::CurlKubeClient>(*connection);
     kube = std::make_unique<safe::bridge::KubeTarget>(*loaded.config, *kube_client);
     kube->start();
     api.set_kube_target(kube.get());
-    std::fprintf(stderr, "safe-kube-bridge: Kubernetes target on %s, namespace %s\n", connection->server.c_str(),
+    safe::log_linef(safe::LogPriority::notice, "safe-kube-bridge: Kubernetes target on %s, namespace %s", connection->server.c_str(),
                  kc.namespace_.c_str());
   }
   // safed, when deployed: $SAFE_CONTROLLER_URL, else kube_bridge.controller_url, else with
@@ -157,19 +160,23 @@ int main(int argc, char** argv) {
   if (!controller_url.empty() || ha.enabled()) api.set_controller_history(&history);
   safe::bridge::BridgeHttpServer server(http, api);
   if (auto started = server.start(); !started) {
-    std::fprintf(stderr, "safe-kube-bridge: %s; %s\n", started.error().c_str(),
+    safe::log_linef(safe::LogPriority::error, "safe-kube-bridge: %s; %s", started.error().c_str(),
                  started.error().find("TLS") != std::string::npos ? "fix kube_bridge.tls_cert and tls_key"
                                                                    : "change kube_bridge.listen or --listen");
     return 1;
   }
-  std::fprintf(stderr, "safe-kube-bridge: listening on %s://%s:%d (config %s; jwt %s, munge %s, work dirs %s)\n",
+  safe::log_linef(safe::LogPriority::notice, "safe-kube-bridge: listening on %s://%s:%d (config %s; jwt %s, munge %s, work dirs %s)",
                http.tls_cert.empty() ? "http" : "https", http.host.c_str(), server.port(), config_path.c_str(),
                auth_settings.jwt_key.empty() ? "off" : "on", auth_settings.munge ? "on" : "off",
                slurm_work_dir.empty() ? "~/safe-bridge" : (slurm_work_dir + "/USER").c_str());
   std::fflush(stderr);
+  // Under systemd (safe-kube-bridge.service, Type=notify): ready once the API serves.
+  const auto systemd = safe::SystemdNotifier::from_environment(getpid());
+  if (auto ready = systemd.notify("READY=1"); !ready) safe::log_linef(safe::LogPriority::warning, "safe-kube-bridge: %s", ready.error().c_str());
   int sig = 0;
   sigwait(&signals, &sig);
-  std::fprintf(stderr, "safe-kube-bridge: signal %d, stopping\n", sig);
+  safe::log_linef(safe::LogPriority::notice, "safe-kube-bridge: signal %d, stopping", sig);
+  (void)systemd.notify("STOPPING=1");
   server.stop();
   return 0;  // the Kubernetes target, destroyed first, stops and joins its threads
 }

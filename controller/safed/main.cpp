@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "common/config.hpp"
+#include "common/daemon_log.hpp"
 #include "controller/safed/safed_daemon.hpp"
 
 namespace po = boost::program_options;
@@ -46,8 +47,9 @@ int main(int argc, char** argv) {
   s.config_path = vm.count("config") ? vm["config"].as<std::string>() : safe::config_path_from_env();
   safe::ConfigResult loaded = safe::load_config_file(s.config_path);
   if (!loaded.ok()) {
-    for (const auto& e : loaded.errors) std::cerr << e.to_string() << "\n";
-    std::cerr << "safed: cannot start: fix " << s.config_path << " (safectl config check " << s.config_path << ")\n";
+    for (const auto& e : loaded.errors) safe::log_line(safe::LogPriority::error, "safed: " + e.to_string());
+    safe::log_line(safe::LogPriority::error, "safed: cannot start: fix " + s.config_path + " (safectl config check " +
+                                                 s.config_path + ")");
     return 1;
   }
   s.listen = vm.count("listen") ? vm["listen"].as<std::string>() : loaded.config->controller.listen;

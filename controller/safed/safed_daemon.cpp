@@ -16,6 +16,7 @@
 #include "common/http_service.hpp"
 #include "common/job_user.hpp"
 #include "common/slurm/libslurm.hpp"
+#include "common/daemon_log.hpp"
 #include "common/systemd_notify.hpp"
 #include "common/user_directory.hpp"
 #include "controller/safed/clock_step.hpp"
@@ -50,15 +51,6 @@ long long steady_ms() {
 long long wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-void log_line(const std::string& line) {
-  char stamp[32];
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);  // the loop, the probe thread and request handlers all log
-  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::cerr << stamp << " " << line << std::endl;
 }
 
 bool is_loopback(const std::string& host) {
@@ -235,7 +227,7 @@ ControllerData Safed::api_data() {
                               (health_.active_url.empty() ? std::string("an address etcd does not know yet")
                                                           : health_.active_url)});
         Status released = planner_->release_node(node, now_s());
-        for (const auto& line : planner_->take_log()) log_line(line);
+        for (const auto& line : planner_->take_log()) log_line(LogPriority::notice, line);
         return released;
       },
   };
@@ -266,11 +258,11 @@ void Safed::probe_loop() {
       try {
         detector_.apply(results, *planner_, {probe.failures, 2, probe.restart_grace_s * 1000LL}, steady_ms(), now_s());
       } catch (const std::exception& e) {
-        log_line(std::string("safed: slurmd probe round failed: ") + e.what());
+        log_line(LogPriority::warning, std::string("safed: slurmd probe round failed: ") + e.what());
       }
       planner_->set_unanswered_nodes(detector_.unanswered());
       planner_->note_probe_results(results, targets_pass);
-      for (const auto& line : detector_.take_log()) log_line(line);
+      for (const auto& line : detector_.take_log()) log_line(LogPriority::notice, line);
       health_.probe_targets = targets.size();
       health_.probe_round_ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - round_start).count();
@@ -283,7 +275,7 @@ void Safed::probe_loop() {
 
 void Safed::leadership_loop() {
   auto log_all = [this] {
-    for (const auto& line : leadership_->take_log()) log_line(line);
+    for (const auto& line : leadership_->take_log()) log_line(LogPriority::notice, line);
   };
   // Until the main loop and the probe thread have ended: the lease outlives the last action.
   while (!leadership_stop_) {
@@ -358,7 +350,7 @@ bool Safed::act_on_role() {
     failures_ = 0;  // Slurm's errors as a standby saw them are no reason to resign at once
     health_.role = "active";
     if (token != logged_token_)
-      log_line("safed: active: the state store holds the journal up to entry " + std::to_string(store_.journal_seq()) +
+      log_line(LogPriority::notice, "safed: active: the state store holds the journal up to entry " + std::to_string(store_.journal_seq()) +
                "; open failovers go on from their recorded phases");
     logged_token_ = token;
   }
@@ -411,7 +403,7 @@ std::string Safed::write_snapshot() {
     return e.what();
   }
   journal_oldest_ = store_.journal_seq();
-  log_line("safed: active: snapshot of the state store written as journal entry " + std::to_string(journal_oldest_) +
+  log_line(LogPriority::info, "safed: active: snapshot of the state store written as journal entry " + std::to_string(journal_oldest_) +
            "; the entries before it are dropped");
   return "";
 }
@@ -425,7 +417,7 @@ void Safed::snapshot_if_due() {
   // Not fatal: the journal grows a while longer. A pause before the next try, so that a failing
   // etcd does not get a whole image in parts every pass.
   snapshot_retry_at_ = error.empty() ? 0 : now + 30;
-  if (!error.empty() && error != snapshot_error_) log_line("safed: active: " + error + "; tried again in 30 s");
+  if (!error.empty() && error != snapshot_error_) log_line(LogPriority::warning, "safed: active: " + error + "; tried again in 30 s");
   snapshot_error_ = error;
 }
 
@@ -441,7 +433,7 @@ void Safed::stop_acting() {
   acting_ = false;
   acting_token_ = 0;
   health_.role = "standby";
-  log_line("safed: standby: stopped acting");
+  log_line(LogPriority::notice, "safed: standby: stopped acting");
 }
 
 void Safed::announce_slurm(bool reachable) {
@@ -466,7 +458,7 @@ bool Safed::follow_journal() {
       if (!entries) {
         error = "cannot read the journal in etcd: " + entries.error();
       } else if (entries->empty()) {
-        if (!follow_error_.empty()) log_line("safed: the journal is followed again");
+        if (!follow_error_.empty()) log_line(LogPriority::notice, "safed: the journal is followed again");
         follow_error_.clear();
         return true;
       } else {
@@ -480,7 +472,7 @@ bool Safed::follow_journal() {
           long long had = store_.journal_seq();
           store_.restore_snapshot(entry.seq, entry.data);
           if (had != entry.seq - 1)
-            log_line("safed: the state store replaced by the journal's snapshot (entry " + std::to_string(entry.seq) +
+            log_line(LogPriority::notice, "safed: the state store replaced by the journal's snapshot (entry " + std::to_string(entry.seq) +
                      ", the store was at entry " + std::to_string(had) + ")");
         }
         continue;
@@ -489,7 +481,7 @@ bool Safed::follow_journal() {
       error = std::string(e.what()) + "; stop safed, move " + db_path_ +
               " aside and start it again: it replays the journal from etcd";
     }
-    if (error != follow_error_) log_line("safed: standby: " + error);
+    if (error != follow_error_) log_line(LogPriority::warning, "safed: standby: " + error);
     follow_error_ = error;
     return false;
   }
@@ -506,7 +498,7 @@ void Safed::sleep_until(std::chrono::steady_clock::time_point until) const {
 void Safed::watch_clock() {
   long long step = clock_watch_.observe(wall_ms(), steady_ms());
   if (!step) return;
-  log_line("safed: the system clock stepped " + std::string(step > 0 ? "forward " : "back ") +
+  log_line(LogPriority::warning, "safed: the system clock stepped " + std::string(step > 0 ? "forward " : "back ") +
            std::to_string(std::llabs(step)) + " s; running timers (grace periods, hang timeouts, backoffs, the "
            "failover rate limit) move with it, records keep the times they were made at");
   user_reader_.drop_answers();
@@ -514,7 +506,7 @@ void Safed::watch_clock() {
   try {
     planner_->shift_clock(step);
   } catch (const std::exception& e) {
-    log_line(std::string("safed: could not record the open failovers' moved times: ") + e.what());
+    log_line(LogPriority::error, std::string("safed: could not record the open failovers' moved times: ") + e.what());
   }
 }
 
@@ -523,9 +515,9 @@ void Safed::reload_config() {
   std::lock_guard lock(mutex_);
   if (fresh.ok()) {
     planner_->set_config(*fresh.config);
-    log_line("safed: reloaded " + settings_.config_path);
+    log_line(LogPriority::notice, "safed: reloaded " + settings_.config_path);
   } else {
-    log_line("safed: kept the previous config: " + settings_.config_path + " has errors (first: " +
+    log_line(LogPriority::error, "safed: kept the previous config: " + settings_.config_path + " has errors (first: " +
              fresh.errors.front().to_string() + "); fix it and send SIGHUP again");
   }
 }
@@ -542,14 +534,14 @@ void Safed::reconcile_pass() {
     // Wait, with growing pauses (wait_for_next_pass), until both lists load.
     const std::string& error = jobs.error();
     if (failures_ == 0 || health_.slurm_error != error)
-      log_line("safed: " + error + "; retrying (no action until Slurm answers)");
+      log_line(LogPriority::warning, "safed: " + error + "; retrying (no action until Slurm answers)");
     health_.slurm_ok = false;
     health_.slurm_error = error;
     ++failures_;
-    for (const auto& line : planner_->take_log()) log_line(line);
+    for (const auto& line : planner_->take_log()) log_line(LogPriority::notice, line);
     return;
   }
-  if (failures_) log_line("safed: Slurm reachable again");
+  if (failures_) log_line(LogPriority::notice, "safed: Slurm reachable again");
   failures_ = 0;
   health_.slurm_ok = true;
   health_.slurm_error.clear();
@@ -566,7 +558,7 @@ void Safed::reconcile_pass() {
     planner_->reconcile(*jobs, *nodes, now);
     ++health_.passes;  // a pass rolled back is none: tests count passes in which safed could act
     if (failed_passes_)
-      log_line("safed: reconcile passes succeed again after " + std::to_string(failed_passes_) +
+      log_line(LogPriority::notice, "safed: reconcile passes succeed again after " + std::to_string(failed_passes_) +
                " failed; going on from the state store");
     failed_passes_ = 0;
     pass_error_.clear();
@@ -581,16 +573,16 @@ void Safed::reconcile_pass() {
     if (leadership_) acting_token_ = 0;
     std::string error = e.what();
     if (error != pass_error_)
-      log_line("safed: reconcile pass failed: " + error + "; safed takes no action it cannot record and retries every "
+      log_line(LogPriority::error, "safed: reconcile pass failed: " + error + "; safed takes no action it cannot record and retries every "
                "pass (logged once while the error repeats)" +
                (error.find("disk is full") != std::string::npos ? "; free space under " + settings_.state_dir : ""));
     pass_error_ = error;
     for (const auto& line : planner_->take_log())
-      if (failed_passes_ == 1) log_line(line);
+      if (failed_passes_ == 1) log_line(LogPriority::notice, line);
     try {
       planner_ = make_planner(planner_->config());
     } catch (const std::exception& reload) {
-      log_line(std::string("safed: cannot reload the state store: ") + reload.what());
+      log_line(LogPriority::error, std::string("safed: cannot reload the state store: ") + reload.what());
     }
   }
   if (due(pruned_at_, 3600)) prune(now);
@@ -598,14 +590,14 @@ void Safed::reconcile_pass() {
   if (due(licenses_at_, 10)) read_licenses();
   health_.last_pass = now;
   health_.last_pass_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  for (const auto& line : planner_->take_log()) log_line(line);
+  for (const auto& line : planner_->take_log()) log_line(LogPriority::notice, line);
 }
 
 void Safed::publish_shape(long long now, const std::vector<SlurmNode>& nodes) {
   auto parts = slurm_->load_partitions();
   Status published = parts ? shape_publisher_.publish(build_cluster_shape(*parts, nodes, now), now)
                            : Status(Error{"safed: " + parts.error()});
-  if (!published && published.error() != shape_error_) log_line(published.error());
+  if (!published && published.error() != shape_error_) log_line(LogPriority::warning, published.error());
   shape_error_ = published ? "" : published.error();
 }
 
@@ -613,7 +605,7 @@ void Safed::read_licenses() {
   auto licenses = slurm_->load_licenses();
   if (licenses) health_.licenses = *licenses;
   else if (licenses.error() != licenses_error_)
-    log_line("safed: " + licenses.error() + " (the status shows the last licenses read)");
+    log_line(LogPriority::warning, "safed: " + licenses.error() + " (the status shows the last licenses read)");
   licenses_error_ = licenses.error();
 }
 
@@ -621,14 +613,14 @@ void Safed::read_credential_lifetime() {
   auto lifetime = slurm_->load_credential_lifetime();
   if (!lifetime) {
     if (lifetime.error() != credential_error_)
-      log_line("safed: " + lifetime.error() + " (restarts on a node a job just left wait " +
+      log_line(LogPriority::warning, "safed: " + lifetime.error() + " (restarts on a node a job just left wait " +
                std::to_string(credential_lifetime_s_) + " s, Slurm's job credential lifetime as last known)");
     credential_error_ = lifetime.error();
     return;
   }
   credential_error_.clear();
   if (*lifetime != credential_lifetime_s_ || credential_at_ == 0)
-    log_line("safed: Slurm's job credentials live " + std::to_string(*lifetime) +
+    log_line(LogPriority::info, "safed: Slurm's job credentials live " + std::to_string(*lifetime) +
              " s (AuthInfo cred_expire): a restart on a node the job just left waits that long");
   credential_lifetime_s_ = *lifetime;
   planner_->set_credential_lifetime(*lifetime);
@@ -646,12 +638,12 @@ void Safed::prune(long long now) {
       long long n = store_.prune(before);
       store_.commit();
       if (n)
-        log_line("safed: pruned " + std::to_string(n) + " jobs that ended more than " + std::to_string(days) +
+        log_line(LogPriority::info, "safed: pruned " + std::to_string(n) + " jobs that ended more than " + std::to_string(days) +
                  " days ago from the state store");
     }
   } catch (const std::exception& e) {
     store_.rollback();
-    log_line(std::string("safed: pruning the state store failed: ") + e.what());
+    log_line(LogPriority::warning, std::string("safed: pruning the state store failed: ") + e.what());
   }
   files_.sweep_evidence(now - 7 * 86400, 100000);
   user_reader_.forget_idle(std::chrono::seconds(600));
@@ -688,14 +680,14 @@ void Safed::watchdog_loop(const SystemdNotifier& systemd) {
       why += (why.empty() ? "" : ", ") + name + " (" + std::to_string(since) + " s)";
     }
     if (loops.empty()) {
-      if (!logged.empty() && logged.rfind("stalled: ", 0) == 0) log_line("safed: watchdog: every loop turns again");
+      if (!logged.empty() && logged.rfind("stalled: ", 0) == 0) log_line(LogPriority::notice, "safed: watchdog: every loop turns again");
       auto pinged = systemd.notify("WATCHDOG=1");
       std::string error = pinged ? "" : pinged.error();
-      if (!error.empty() && error != logged) log_line("safed: " + error);
+      if (!error.empty() && error != logged) log_line(LogPriority::warning, "safed: " + error);
       logged = error;
     } else if ("stalled: " + loops != logged) {
       logged = "stalled: " + loops;
-      log_line("safed: watchdog: not telling systemd all is well: stalled: " + why +
+      log_line(LogPriority::error, "safed: watchdog: not telling systemd all is well: stalled: " + why +
                "; systemd restarts safed once WatchdogSec= passes without a ping");
     }
     sleep_until(std::chrono::steady_clock::now() + period / 4);
@@ -707,7 +699,7 @@ int Safed::run() {
   if (!config_.auth.jwt_key_file.empty()) {
     auto key = read_jwt_key(config_.auth.jwt_key_file);
     if (!key) {
-      std::cerr << "safed: " << key.error() << "\n";
+      log_line(LogPriority::error, "safed: " + key.error());
       return 1;
     }
     auth_settings.jwt_key = *key;
@@ -725,7 +717,7 @@ int Safed::run() {
   http_settings.limits.workers = 4;
   HttpService http(http_settings, [&api](const HttpRequest& r) { return api.handle(r); }, ControllerApi::is_inline);
   if (auto started = http.start(); !started) {
-    std::cerr << "safed: " << started.error() << "; set controller.listen or --listen\n";
+    log_line(LogPriority::error, "safed: " + started.error() + "; set controller.listen or --listen");
     return 1;
   }
   std::error_code ec;
@@ -738,17 +730,17 @@ int Safed::run() {
   std::thread leadership_thread;
   if (leadership_) {
     leadership_thread = std::thread([this] { leadership_loop(); });
-    log_line("safed: high availability: elected in etcd (" + config_.controller.ha.etcd_endpoints.front() +
+    log_line(LogPriority::notice, "safed: high availability: elected in etcd (" + config_.controller.ha.etcd_endpoints.front() +
              (config_.controller.ha.etcd_endpoints.size() > 1 ? ", ..." : "") + ") under " +
              config_.controller.ha.prefix + "; standby until it holds the lease");
   }
-  log_line("safed: started; config " + settings_.config_path + ", state " + db_path_ + ", listening on " +
+  log_line(LogPriority::notice, "safed: started; config " + settings_.config_path + ", state " + db_path_ + ", listening on " +
            settings_.listen);
   if (!is_loopback(host_))
-    log_line("safed: warning: " + settings_.listen + " is not a loopback address: credentials and job records cross "
+    log_line(LogPriority::warning, "safed: warning: " + settings_.listen + " is not a loopback address: credentials and job records cross "
              "the network in clear text; keep controller.listen on 127.0.0.1 or put TLS in front (docs/security.md)");
   const SystemdNotifier systemd = SystemdNotifier::from_environment(getpid());
-  if (auto ready = systemd.notify("READY=1"); !ready) log_line("safed: " + ready.error());
+  if (auto ready = systemd.notify("READY=1"); !ready) log_line(LogPriority::warning, "safed: " + ready.error());
   std::thread watchdog_thread;
   if (systemd.watchdog()) watchdog_thread = std::thread([this, &systemd] { watchdog_loop(systemd); });
   while (!stop_) {
@@ -763,8 +755,8 @@ int Safed::run() {
     }
     wait_for_next_pass();
   }
-  log_line("safed: stopping");
-  if (auto stopping = systemd.notify("STOPPING=1"); !stopping) log_line("safed: " + stopping.error());
+  log_line(LogPriority::notice, "safed: stopping");
+  if (auto stopping = systemd.notify("STOPPING=1"); !stopping) log_line(LogPriority::warning, "safed: " + stopping.error());
   if (watchdog_thread.joinable()) watchdog_thread.join();
   probe_thread.join();
   leadership_stop_ = true;
@@ -780,7 +772,7 @@ int run_safed(const SafedSettings& settings, const SafeConfig& config, const std
   std::string host;
   int port = 0;
   if (!split_listen_address(settings.listen, host, port)) {
-    std::cerr << "safed: bad listen address '" << settings.listen << "'; expected HOST:PORT\n";
+    log_line(LogPriority::error, "safed: bad listen address '" + settings.listen + "'; expected HOST:PORT");
     return 1;
   }
   try {
@@ -789,7 +781,7 @@ int run_safed(const SafedSettings& settings, const SafeConfig& config, const std
     Safed safed(settings, host, port, config, stop, reload);
     return safed.run();
   } catch (const std::exception& e) {
-    std::cerr << e.what() << "\n";
+    log_line(LogPriority::error, e.what());
     return 1;
   }
 }

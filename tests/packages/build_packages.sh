@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# package.build: the Debian packages and the RPMs, built from this tree as `./bootstrap.sh
+# package` builds them (packaging/build --rpm), hold what docs/install.md says they hold: each
+# program in the package of the host that runs it, safe.yaml a conffile, units that start nothing
+# on install, the plugins pinned to exactly the Slurm they were built against, and lintian with
+# no errors and only the warnings docs/install.md explains.
+set -euo pipefail
+source "$(dirname "$0")/../lib/cluster_test.sh"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+"$SAFE_SOURCE_DIR/packaging/build" --out "$out" --rpm
+
+# files PACKAGE: the package's files (no directories), docs and changelogs left out.
+files() {
+    dpkg-deb -c "$out/$1"_*.deb | awk '{ print $6 }' | grep -v '/$' | grep -v '^\./usr/share/doc/' | sed 's|^\./|/|' | sort | tr '\n' ' '
+}
+# Units where this release's debhelper puts them (/lib on Debian 12, /usr/lib on 13).
+unitdir=$(files safed | tr ' ' '\n' | sed -n 's|/safed.service$||p')
+[[ $unitdir == /lib/systemd/system || $unitdir == /usr/lib/systemd/system ]] ||
+    fail "safed.service is not in a systemd unit directory: $(files safed)"
+plugindir=$(dpkg -L slurm-wlm-basic-plugins | grep '/select_cons_tres.so$' | xargs dirname)
+assert_eq "/etc/safe/safe.yaml " "$(files safe-common)" "safe-common's files"
+assert_eq "$plugindir/job_submit_safe.so $plugindir/spank_safe.so " "$(files safe-slurm-plugins)" "safe-slurm-plugins' files"
+assert_eq "$unitdir/safe-healthcheck-run.service $unitdir/safe-healthcheck-run.timer $unitdir/safe-healthcheck.service /usr/sbin/safe-epilog /usr/sbin/safe-healthcheck /usr/sbin/safe-kube-node /usr/sbin/safe-prolog " \
+    "$(files safe-node)" "safe-node's files"
+assert_eq "$unitdir/safed.service /usr/sbin/safed " "$(files safed)" "safed's files"
+assert_eq "$unitdir/safe-kube-bridge.service /usr/sbin/safe-kube-bridge " "$(files safe-kube-bridge)" "safe-kube-bridge's files"
+assert_eq "/usr/bin/safectl " "$(files safectl)" "safectl's files"
+dpkg-deb -c "$out"/safe-common_*.deb | grep '/usr/share/doc/safe-common/admin-guide.md$' >/dev/null ||
+    fail "safe-common does not ship the guides uncompressed (the units' Documentation= lines name them)"
+
+# safe.yaml: a conffile (an upgrade keeps the admin's), the one in the tree.
+ctrl=$out/ctrl
+dpkg-deb -e "$out"/safe-common_*.deb "$ctrl"
+assert_eq "/etc/safe/safe.yaml" "$(cat "$ctrl/conffiles")" "safe-common's conffiles"
+dpkg-deb --fsys-tarfile "$out"/safe-common_*.deb | tar -xOf - ./etc/safe/safe.yaml | cmp -s - "$SAFE_SOURCE_DIR/etc/safe.yaml" ||
+    fail "safe-common's /etc/safe/safe.yaml is not etc/safe.yaml"
+
+# The daemons are installed disabled: dh_installsystemd --no-enable guards the postinst's enable
+# with `debian-installed` (only units an earlier version had enabled are enabled again).
+for unit in safed/safed.service safe-kube-bridge/safe-kube-bridge.service safe-node/safe-healthcheck.service \
+    safe-node/safe-healthcheck-run.timer; do
+    rm -rf "$ctrl"
+    dpkg-deb -e "$out/${unit%/*}"_*.deb "$ctrl"
+    grep -q "deb-systemd-helper debian-installed '${unit#*/}'" "$ctrl/postinst" ||
+        fail "${unit%/*}'s postinst enables ${unit#*/} on a first install"
+done
+
+# The plugins: pinned to this machine's Slurm, micro included, and libyaml linked shared
+# (Debian's security updates reach it).
+slurm=$(dpkg-query -W -f='${Version}' slurm-wlm-basic-plugins)
+depends=$(dpkg-deb -f "$out"/safe-slurm-plugins_*.deb Depends)
+IFS=. read -r major minor micro <<<"${slurm%%-*}"
+satisfies() {  # satisfies VERSION: whether VERSION meets every slurm-wlm-basic-plugins clause
+    local clause op bound
+    while read -r clause; do
+        op=$(sed -E 's/.*\((<<|>=|=|<=|>>) .*/\1/' <<<"$clause")
+        bound=$(sed -E 's/.*\((<<|>=|=|<=|>>) ([^)]*)\).*/\2/' <<<"$clause")
+        case $op in '<<') op=lt ;; '>=') op=ge ;; '=') op=eq ;; '<=') op=le ;; '>>') op=gt ;; esac
+        dpkg --compare-versions "$1" "$op" "$bound" || return 1
+    done < <(tr ',' '\n' <<<"$depends" | grep 'slurm-wlm-basic-plugins (')
+}
+grep -q 'slurm-wlm-basic-plugins (' <<<"$depends" || fail "safe-slurm-plugins does not depend on Slurm: $depends"
+satisfies "$slurm" || fail "safe-slurm-plugins ($depends) refuses this machine's Slurm $slurm"
+for other in "$major.$minor.$((micro + 1))-1" "$major.$minor.$((micro - 1))-1" "$major.$((10#$minor + 6)).0-1"; do
+    ! satisfies "$other" || fail "safe-slurm-plugins ($depends) accepts Slurm $other: slurmctld would refuse its plugins"
+done
+dpkg-deb -x "$out"/safe-slurm-plugins_*.deb "$out/plugins"
+readelf -d "$out/plugins$plugindir/spank_safe.so" | grep "NEEDED.*libyaml" >/dev/null ||
+    fail "the packaged SPANK plugin does not link libyaml shared"
+
+# lintian: no errors (packaging/build stops on one); warnings only those docs/install.md explains.
+unexplained=$(grep '^W:' "$out/lintian.txt" | grep -v ': no-manual-page ' || true)
+[[ -z $unexplained ]] || fail "lintian warnings that docs/install.md does not explain:"$'\n'"$unexplained"
+
+# The RPMs: the same split, safe.yaml %config(noreplace), the plugins pinned to this Slurm.
+rpmfiles() { rpm -qpl "$out"/rpm/RPMS/*/"$1"-[0-9]*.rpm | grep -v '^/usr/share/doc/\|^/usr/share/licenses/\|^/usr/lib/.build-id' | sort | tr '\n' ' '; }
+assert_eq "/etc/safe /etc/safe/safe.yaml " "$(rpmfiles safe-common)" "the safe-common RPM's files"
+assert_eq "/usr/lib64/slurm/job_submit_safe.so /usr/lib64/slurm/spank_safe.so " "$(rpmfiles safe-slurm-plugins)" "the safe-slurm-plugins RPM's files"
+assert_eq "/usr/lib/systemd/system/safed.service /usr/sbin/safed " "$(rpmfiles safed)" "the safed RPM's files"
+assert_eq "/etc/safe/safe.yaml" "$(rpm -qp --configfiles "$out"/rpm/RPMS/noarch/safe-common-*.rpm)" "the safe-common RPM's config files"
+requires=$(rpm -qp --requires "$out"/rpm/RPMS/*/safe-slurm-plugins-*.rpm)
+assert_contains "$requires" "slurm >= ${slurm%%-*}" "the safe-slurm-plugins RPM's requirements"
+assert_contains "$requires" "slurm < $major.$minor.$((micro + 1))" "the safe-slurm-plugins RPM's requirements"
+echo "PASS: build_packages"
