@@ -44,7 +44,7 @@ PACKAGES=(
   # systemd-analyze checks the shipped units (systemd need not be PID 1)
   systemd
   # the packages (./bootstrap.sh package; the test suite builds and checks them)
-  debhelper lintian rpm git
+  debhelper lintian rpm git mmdebstrap
 )
 release_packages() {
   local codename

@@ -31,4 +31,12 @@ for name in safed safe-kube-bridge safe-healthcheck; do
     grep -qx 'Type=notify' "$SAFE_SOURCE_DIR/etc/systemd/$name.service" || fail "$name.service is not Type=notify"
 done
 grep -q '^WatchdogSec=' "$SAFE_SOURCE_DIR/etc/systemd/safed.service" || fail "safed.service has no WatchdogSec="
+# The health checks see the node as jobs do: the kernel log (kmsg_critical) among the rest.
+for name in safe-healthcheck.service safe-healthcheck-run.service; do
+    ! grep -q '^ProtectKernelLogs=\|^ProtectHome=\|^PrivateTmp=\|^PrivateDevices=' "$SAFE_SOURCE_DIR/etc/systemd/$name" ||
+        fail "$name hides part of the node from the checks: $(grep '^ProtectKernelLogs=\|^ProtectHome=\|^PrivateTmp=\|^PrivateDevices=' "$SAFE_SOURCE_DIR/etc/systemd/$name")"
+done
+# The bridge gives DIR/USER to the user (kube_bridge.slurm_work_dir).
+grep -q '^CapabilityBoundingSet=.*CAP_CHOWN' "$SAFE_SOURCE_DIR/etc/systemd/safe-kube-bridge.service" ||
+    fail "safe-kube-bridge.service lacks CAP_CHOWN (it chowns DIR/USER under slurm_work_dir)"
 echo "PASS: systemd_units"

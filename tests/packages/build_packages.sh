@@ -6,8 +6,10 @@
 # no errors and only the warnings docs/install.md explains.
 set -euo pipefail
 source "$(dirname "$0")/../lib/cluster_test.sh"
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+# Left in SAFE_TEST_PACKAGES for package.install.
+out=${SAFE_TEST_PACKAGES:?SAFE_TEST_PACKAGES names the directory to build into}
+rm -rf "$out"
+mkdir -p "$out"
 "$SAFE_SOURCE_DIR/packaging/build" --out "$out" --rpm
 
 # files PACKAGE: the package's files (no directories), docs and changelogs left out.
@@ -69,16 +71,35 @@ dpkg-deb -x "$out"/safe-slurm-plugins_*.deb "$out/plugins"
 readelf -d "$out/plugins$plugindir/spank_safe.so" | grep "NEEDED.*libyaml" >/dev/null ||
     fail "the packaged SPANK plugin does not link libyaml shared"
 
+# The version: a snapshot sorts below the release it leads to (dpkg and rpm alike), and names
+# the Debian release it was built for.
+version=$(dpkg-deb -f "$out"/safe-common_*.deb Version)
+release=$(cd "$SAFE_SOURCE_DIR" && dpkg-parsechangelog -SVersion)
+deb=+deb$(. /etc/os-release && echo "${VERSION_ID%%.*}")
+[[ $version == *"$deb" ]] || fail "version $version does not name the Debian release ($deb)"
+if [[ $version != "$release$deb" ]]; then
+    dpkg --compare-versions "$version" lt "$release$deb" || fail "snapshot $version does not sort below the release $release$deb"
+    assert_eq -1 "$(rpm --eval "%{lua: print(rpm.vercmp('$version', '$release$deb'))}")" "rpm's order of snapshot $version and release $release$deb"
+fi
+
 # lintian: no errors (packaging/build stops on one); warnings only those docs/install.md explains.
 unexplained=$(grep '^W:' "$out/lintian.txt" | grep -v ': no-manual-page ' || true)
 [[ -z $unexplained ]] || fail "lintian warnings that docs/install.md does not explain:"$'\n'"$unexplained"
+
+rm -rf "$ctrl" "$out/plugins"
 
 # The RPMs: the same split, safe.yaml %config(noreplace), the plugins pinned to this Slurm.
 rpmfiles() { rpm -qpl "$out"/rpm/RPMS/*/"$1"-[0-9]*.rpm | grep -v '^/usr/share/doc/\|^/usr/share/licenses/\|^/usr/lib/.build-id' | sort | tr '\n' ' '; }
 assert_eq "/etc/safe /etc/safe/safe.yaml " "$(rpmfiles safe-common)" "the safe-common RPM's files"
 assert_eq "/usr/lib64/slurm/job_submit_safe.so /usr/lib64/slurm/spank_safe.so " "$(rpmfiles safe-slurm-plugins)" "the safe-slurm-plugins RPM's files"
 assert_eq "/usr/lib/systemd/system/safed.service /usr/sbin/safed " "$(rpmfiles safed)" "the safed RPM's files"
-assert_eq "/etc/safe/safe.yaml" "$(rpm -qp --configfiles "$out"/rpm/RPMS/noarch/safe-common-*.rpm)" "the safe-common RPM's config files"
+assert_eq "/usr/lib/systemd/system/safe-kube-bridge.service /usr/sbin/safe-kube-bridge " "$(rpmfiles safe-kube-bridge)" "the safe-kube-bridge RPM's files"
+assert_eq "/usr/bin/safectl " "$(rpmfiles safectl)" "the safectl RPM's files"
+assert_eq "/usr/lib/systemd/system/safe-healthcheck-run.service /usr/lib/systemd/system/safe-healthcheck-run.timer /usr/lib/systemd/system/safe-healthcheck.service /usr/sbin/safe-epilog /usr/sbin/safe-healthcheck /usr/sbin/safe-kube-node /usr/sbin/safe-prolog " \
+    "$(rpmfiles safe-node)" "the safe-node RPM's files"
+# %config(noreplace): flags "cn".
+assert_eq "/etc/safe/safe.yaml cn" "$(rpm -qp --qf '[%{FILENAMES} %{FILEFLAGS:fflags}\n]' "$out"/rpm/RPMS/noarch/safe-common-*.rpm | grep '^/etc/safe/safe.yaml ')" \
+    "the safe-common RPM's safe.yaml flags"
 requires=$(rpm -qp --requires "$out"/rpm/RPMS/*/safe-slurm-plugins-*.rpm)
 assert_contains "$requires" "slurm >= ${slurm%%-*}" "the safe-slurm-plugins RPM's requirements"
 assert_contains "$requires" "slurm < $major.$minor.$((micro + 1))" "the safe-slurm-plugins RPM's requirements"
