@@ -46,6 +46,7 @@ std::string ConfigError::to_string() const {
 
 ConfigResult parse_config(std::string_view text, const std::string& file) {
   ConfigResult result;
+  result.text = std::string(text);
   if (text.find('\0') != std::string_view::npos) {
     result.errors.push_back({file, 0, 0, "contains a NUL byte: not a text file"});
     return result;

@@ -194,6 +194,7 @@ struct ConfigError {
 struct ConfigResult {
   std::optional<SafeConfig> config;  // set only when errors is empty
   std::vector<ConfigError> errors;
+  std::string text;  // the bytes parsed: safed reports their digest (safectl doctor compares hosts')
   bool ok() const { return errors.empty(); }
 };
 

@@ -51,6 +51,8 @@ std::optional<NodeStatus> parse_scontrol_show_node(std::string_view output) {
   NodeStatus node;
   node.name = field(line, "NodeName");
   node.state = field(line, "State");
+  node.version = field(line, "Version");
+  if (node.version == "(null)") node.version.clear();
   if (node.name.empty() || node.state.empty()) return std::nullopt;
   // Reason may contain spaces; Slurm ends it with " [user@time]" and prints it last on the line.
   // A stale reason (model.hpp, reason_counts) on a node in service is dropped.

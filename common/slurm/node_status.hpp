@@ -21,6 +21,7 @@ struct NodeStatus {
   std::string name;
   std::string state;   // e.g. "IDLE+DRAIN", "MIXED", "DOWN*+DRAIN"
   std::string reason;  // without the " [user@time]" suffix; empty when none
+  std::string version;  // its slurmd's Slurm release (Version=); empty before slurmd registered
 
   bool has_flag(std::string_view flag) const;  // a "+"-separated part of state, or its base
   bool drained() const;                        // DRAIN flag (draining or drained)

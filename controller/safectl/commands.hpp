@@ -13,5 +13,10 @@ int status(const std::vector<std::string>& args);
 int jobs(const std::vector<std::string>& args);
 int job(const std::vector<std::string>& args);
 int node_release(const std::vector<std::string>& args);
+int doctor(const std::vector<std::string>& args);
+
+// $SAFE_CONTROLLER_URL, else the active safed as etcd has it (controller.ha), else
+// http://<controller.listen> from the safe.yaml at `config_path`.
+std::string default_controller_url(const std::string& config_path);
 
 }  // namespace safe::ctl

@@ -25,18 +25,10 @@
 namespace po = boost::program_options;
 
 namespace safe::ctl {
-namespace {
 
-struct Common {
-  std::string url;
-  bool json = false;
-};
-
-// $SAFE_CONTROLLER_URL, else the active safed as etcd has it (controller.ha), else
-// http://<controller.listen> from safe.yaml.
-std::string default_url() {
+std::string default_controller_url(const std::string& config_path) {
   if (const char* u = std::getenv("SAFE_CONTROLLER_URL"); u && *u) return u;
-  ConfigResult config = load_config_file(config_path_from_env());
+  ConfigResult config = load_config_file(config_path);
   if (config.ok() && config.config->controller.ha.enabled()) {
     auto active = active_controller_url(config.config->controller.ha);
     if (active) return *active;
@@ -44,6 +36,13 @@ std::string default_url() {
   }
   return "http://" + (config.ok() ? config.config->controller.listen : ControllerConfig{}.listen);
 }
+
+namespace {
+
+struct Common {
+  std::string url;
+  bool json = false;
+};
 
 po::options_description common_options(const std::string& title, Common& c) {
   po::options_description opts(title);
@@ -172,7 +171,7 @@ int status(const std::vector<std::string>& args) {
   auto opts = common_options("safectl status [--json]\n\nNodes and their health, quarantines, workspaces", c);
   po::variables_map vm;
   if (!parse(args, opts, vm)) return 0;
-  if (c.url.empty()) c.url = default_url();
+  if (c.url.empty()) c.url = default_controller_url(config_path_from_env());
   int http = 0;
   auto body = call(c, "GET", "/api/v1/status", http);
   if (body && refused(http, *body)) return 1;
@@ -245,7 +244,7 @@ int jobs(const std::vector<std::string>& args) {
   opts.add_options()("all", po::bool_switch(&all), "include finished jobs");
   po::variables_map vm;
   if (!parse(args, opts, vm)) return 0;
-  if (c.url.empty()) c.url = default_url();
+  if (c.url.empty()) c.url = default_controller_url(config_path_from_env());
   int http = 0;
   auto body = call(c, "GET", all ? "/api/v1/jobs?all=1" : "/api/v1/jobs", http);
   if (body && refused(http, *body)) return 1;
@@ -293,7 +292,7 @@ int job(const std::vector<std::string>& args) {
     std::cerr << "safectl: job expects a numeric job id, e.g. safectl job 42\n";
     return 2;
   }
-  if (c.url.empty()) c.url = default_url();
+  if (c.url.empty()) c.url = default_controller_url(config_path_from_env());
   int http = 0;
   auto body = call(c, "GET", "/api/v1/jobs/" + id, http);
   if (body && refused(http, *body)) return 1;
@@ -373,7 +372,7 @@ int node_release(const std::vector<std::string>& args) {
     std::cerr << "safectl: node release expects a node name, e.g. safectl node release n3\n";
     return 2;
   }
-  if (c.url.empty()) c.url = default_url();
+  if (c.url.empty()) c.url = default_controller_url(config_path_from_env());
   int http = 0;
   auto body = call(c, "POST", "/api/v1/nodes/" + node + "/release", http);
   if (body) {

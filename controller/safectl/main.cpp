@@ -19,6 +19,7 @@ constexpr const char* kUsage =
     "  jobs [--all]          SaFE jobs with attempts and last failure\n"
     "  job ID                one job's history: attempts, classifications, evidence, actions\n"
     "  node release NAME     end a node's quarantine\n"
+    "  doctor [--node NAME]  check this host's installation end to end; each failure says what to do\n"
     "  (status, jobs, job and node release take --json; without safed they read Slurm directly)\n"
     "\n"
     "Run 'safectl COMMAND --help' for a command's options.\n";
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
     if (args[0] == "status") return safe::ctl::status({args.begin() + 1, args.end()});
     if (args[0] == "jobs") return safe::ctl::jobs({args.begin() + 1, args.end()});
     if (args[0] == "job") return safe::ctl::job({args.begin() + 1, args.end()});
+    if (args[0] == "doctor") return safe::ctl::doctor({args.begin() + 1, args.end()});
     if (args.size() >= 2 && args[0] == "node" && args[1] == "release")
       return safe::ctl::node_release({args.begin() + 2, args.end()});
   } catch (const boost::program_options::error& e) {

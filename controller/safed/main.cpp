@@ -10,6 +10,7 @@
 
 #include "common/config.hpp"
 #include "common/daemon_log.hpp"
+#include "common/sha256.hpp"
 #include "controller/safed/safed_daemon.hpp"
 
 namespace po = boost::program_options;
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
   }
   s.listen = vm.count("listen") ? vm["listen"].as<std::string>() : loaded.config->controller.listen;
   s.state_dir = vm.count("state-dir") ? vm["state-dir"].as<std::string>() : loaded.config->controller.state_dir;
+  s.config_sha256 = safe::sha256_hex(loaded.text);
 
   struct sigaction sa {};
   sa.sa_handler = on_signal;

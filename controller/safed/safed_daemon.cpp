@@ -17,6 +17,7 @@
 #include "common/job_user.hpp"
 #include "common/slurm/libslurm.hpp"
 #include "common/daemon_log.hpp"
+#include "common/sha256.hpp"
 #include "common/systemd_notify.hpp"
 #include "common/user_directory.hpp"
 #include "controller/safed/clock_step.hpp"
@@ -71,6 +72,7 @@ class Safed {
         // which --state-dir does not change (slurmctld reads safe.yaml, not safed's command line).
         shape_publisher_(cluster_shape_path(config.controller.state_dir)) {
     health_.started = now_s();
+    health_.config_sha256 = settings.config_sha256;
     const HaConfig& ha = config.controller.ha;
     if (ha.enabled()) {
       // A call must end well inside the lease; each thread has its own client.
@@ -515,6 +517,7 @@ void Safed::reload_config() {
   std::lock_guard lock(mutex_);
   if (fresh.ok()) {
     planner_->set_config(*fresh.config);
+    health_.config_sha256 = sha256_hex(fresh.text);
     log_line(LogPriority::notice, "safed: reloaded " + settings_.config_path);
   } else {
     log_line(LogPriority::error, "safed: kept the previous config: " + settings_.config_path + " has errors (first: " +

@@ -14,6 +14,7 @@ struct SafedSettings {
   std::string config_path;  // reread on SIGHUP
   std::string listen;       // HOST:PORT of /metrics and /api/v1
   std::string state_dir;    // SQLite state (--state-dir or controller.state_dir)
+  std::string config_sha256;  // of the safe.yaml read at start (the API reports it)
 };
 
 // Runs until `stop` is set; `reload` set asks for safe.yaml to be read again. Returns the

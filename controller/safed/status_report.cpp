@@ -174,6 +174,7 @@ std::string render_status_json(FailoverPlanner& planner, const ControllerHealth&
   json_object_set_new(ctl, "slurm_error", json_utf8(health.slurm_error));
   json_object_set_new(ctl, "role", json_utf8(health.role));
   json_object_set_new(ctl, "active_url", json_utf8(health.active_url));
+  json_object_set_new(ctl, "config_sha256", json_utf8(health.config_sha256));
   json_object_set_new(ctl, "failovers_last_minute", json_integer(planner.rate_limit_used(now)));
   json_object_set_new(ctl, "rate_limit_per_minute", json_integer(planner.config().failover.rate_limit_per_minute));
   json_object_set_new(root, "controller", ctl);

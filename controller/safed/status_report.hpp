@@ -28,6 +28,7 @@ struct ControllerHealth {
   std::string role = "single";
   std::string active_url;
   long long journal_position = 0;  // the last journal entry the state store holds
+  std::string config_sha256;       // of the safe.yaml safed runs with (read at start or on SIGHUP)
 };
 
 std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& health, long long now);

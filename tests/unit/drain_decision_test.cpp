@@ -146,15 +146,15 @@ INSTANTIATE_TEST_SUITE_P(Output, ScontrolParseTest, ::testing::ValuesIn(kParseCa
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(NodeStatusFlags, DrainAndIdle) {
-  EXPECT_TRUE((NodeStatus{"n", "IDLE+DRAIN", ""}).drained());
-  EXPECT_TRUE((NodeStatus{"n", "DRAINED", ""}).drained());
-  EXPECT_TRUE((NodeStatus{"n", "MIXED+DRAIN", ""}).drained());
-  EXPECT_FALSE((NodeStatus{"n", "IDLE", ""}).drained());
-  EXPECT_TRUE((NodeStatus{"n", "IDLE", ""}).idle());
-  EXPECT_TRUE((NodeStatus{"n", "IDLE+DRAIN", ""}).idle());
-  EXPECT_FALSE((NodeStatus{"n", "MIXED", ""}).idle());
-  EXPECT_FALSE((NodeStatus{"n", "ALLOCATED", ""}).idle());
-  EXPECT_FALSE((NodeStatus{"n", "IDLE+COMPLETING", ""}).idle());
+  EXPECT_TRUE((NodeStatus{"n", "IDLE+DRAIN", "", ""}).drained());
+  EXPECT_TRUE((NodeStatus{"n", "DRAINED", "", ""}).drained());
+  EXPECT_TRUE((NodeStatus{"n", "MIXED+DRAIN", "", ""}).drained());
+  EXPECT_FALSE((NodeStatus{"n", "IDLE", "", ""}).drained());
+  EXPECT_TRUE((NodeStatus{"n", "IDLE", "", ""}).idle());
+  EXPECT_TRUE((NodeStatus{"n", "IDLE+DRAIN", "", ""}).idle());
+  EXPECT_FALSE((NodeStatus{"n", "MIXED", "", ""}).idle());
+  EXPECT_FALSE((NodeStatus{"n", "ALLOCATED", "", ""}).idle());
+  EXPECT_FALSE((NodeStatus{"n", "IDLE+COMPLETING", "", ""}).idle());
 }
 
 }  // namespace

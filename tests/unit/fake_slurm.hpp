@@ -191,7 +191,7 @@ class FakeSlurm : public SlurmClient, public SlurmNodeControl {
     if (!reachable) return Error{"scontrol timed out"};
     const SlurmNode* n = node(name);
     if (!n) return Error{"Node " + name + " not found"};
-    NodeStatus status{name, n->state, n->reason};
+    NodeStatus status{name, n->state, n->reason, ""};
     if (after_read) after_read();
     return status;
   }

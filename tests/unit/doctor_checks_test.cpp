@@ -1,0 +1,198 @@
+// safectl doctor's verdicts (controller/safectl/doctor_checks): a healthy installation passes
+// every check; each one broken thing fails (or warns in) exactly its own check, with a fix.
+#include "controller/safectl/doctor_checks.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+namespace safe::doctor {
+namespace {
+
+DoctorFacts healthy() {
+  DoctorFacts f;
+  f.now = 1000;
+  f.config_path = "/etc/safe/safe.yaml";
+  ConfigResult parsed = parse_config("workspaces:\n  - name: ml\n    gpu_quota: 8\n", "safe.yaml");
+  EXPECT_TRUE(parsed.ok());
+  f.config = parsed.config;
+  f.config_sha256 = "aaaa";
+  f.built_for_slurm = f.local_slurm = "22.05.8";
+  f.plugins = {{"/usr/lib/slurm/spank_safe.so", true, "22.05.8", ""}};
+  f.controller = parse_scontrol_config(
+      "Configuration data as of 2026-12-03T20:00:00\n"
+      "SlurmctldHost[0]        = ctl(10.0.0.1)\n"
+      "SLURM_VERSION           = 22.05.8\n"
+      "JobSubmitPlugins        = lua,safe\n"
+      "Licenses                = safe_ws_ml:8\n"
+      "HealthCheckProgram      = /usr/sbin/safe-healthcheck\n"
+      "HealthCheckInterval     = 300 sec\n"
+      "HealthCheckNodeState    = ANY\n"
+      "Prolog                  = /usr/sbin/safe-prolog\n"
+      "Epilog                  = /etc/slurm/site-epilog,/usr/sbin/safe-epilog\n"
+      "SchedulerParameters     = bf_continue,nohold_on_prolog_fail\n"
+      "\n"
+      "Cgroup Support Configuration:\n");
+  f.sbatch_help = "Usage: sbatch [OPTIONS...] executable\n      --safe-retries=N   ...\n";
+  f.node_name = "n1";
+  f.node = parse_scontrol_show_node("NodeName=n1 Arch=x86_64 State=IDLE Version=22.05.8 Reason=old [root@2026]");
+  f.executable = {{"/usr/sbin/safe-healthcheck", true}, {"/usr/sbin/safe-prolog", true},
+                  {"/etc/slurm/site-epilog", true}, {"/usr/sbin/safe-epilog", true}};
+  f.munge_ok = true;
+  f.safed = {"http://ctl:9810", "", 200, "active", "", true, "", 998, "aaaa", 1000, 1000, 0.01};
+  f.bridge = {"http://bridge:9820", true, "", 200};
+  return f;
+}
+
+Verdict verdict_of(const std::vector<Check>& checks, const std::string& name) {
+  for (const auto& c : checks)
+    if (c.name == name) return c.verdict;
+  ADD_FAILURE() << "no check " << name;
+  return Verdict::skip;
+}
+
+TEST(DoctorChecks, HealthyInstallationPassesEveryCheck) {
+  auto checks = diagnose(healthy());
+  EXPECT_EQ(checks.size(), 16u);
+  for (const auto& c : checks) {
+    EXPECT_EQ(c.verdict, Verdict::ok) << c.name << ": " << c.detail;
+    EXPECT_TRUE(c.fix.empty()) << c.name;
+  }
+  EXPECT_FALSE(any_failed(checks));
+}
+
+struct Breakage {
+  const char* what;
+  std::function<void(DoctorFacts&)> apply;
+  const char* check;
+  Verdict verdict;
+};
+
+TEST(DoctorChecks, EachBrokenThingFailsItsOwnCheckWithAFix) {
+  const std::vector<Breakage> cases = {
+      {"invalid safe.yaml", [](DoctorFacts& f) { f.config.reset(); f.config_errors = {"safe.yaml:3:5: unknown key"}; },
+       "config", Verdict::fail},
+      {"no munged", [](DoctorFacts& f) { f.munge_ok = false; f.munge_error = "Socket communication error"; }, "munge",
+       Verdict::fail},
+      {"munge key differs", [](DoctorFacts& f) { f.safed.http_status = 401; }, "munge", Verdict::fail},
+      {"no job_submit/safe", [](DoctorFacts& f) { (*f.controller)["JobSubmitPlugins"] = "lua"; }, "job-submit",
+       Verdict::fail},
+      {"license missing", [](DoctorFacts& f) { (*f.controller)["Licenses"] = "(null)"; }, "licenses", Verdict::fail},
+      {"license count differs", [](DoctorFacts& f) { (*f.controller)["Licenses"] = "safe_ws_ml*4"; }, "licenses",
+       Verdict::fail},
+      {"no plugstack line", [](DoctorFacts& f) { f.sbatch_help = "Usage: sbatch\n"; }, "plugstack", Verdict::fail},
+      {"sbatch fails", [](DoctorFacts& f) { f.sbatch_help.clear(); f.sbatch_error = "spank: cannot open"; }, "plugstack",
+       Verdict::fail},
+      {"no HealthCheckProgram", [](DoctorFacts& f) { (*f.controller)["HealthCheckProgram"] = "(null)"; }, "health-check",
+       Verdict::warn},
+      {"another health check", [](DoctorFacts& f) { (*f.controller)["HealthCheckProgram"] = "/usr/sbin/nhc"; },
+       "health-check", Verdict::warn},
+      {"drained nodes not rechecked", [](DoctorFacts& f) { (*f.controller)["HealthCheckNodeState"] = "IDLE"; },
+       "health-check", Verdict::warn},
+      {"checker missing on the node", [](DoctorFacts& f) { f.executable["/usr/sbin/safe-healthcheck"] = false; },
+       "health-check", Verdict::fail},
+      {"another prolog", [](DoctorFacts& f) { (*f.controller)["Prolog"] = "/etc/slurm/prolog"; }, "prolog",
+       Verdict::fail},
+      {"prolog missing on the node", [](DoctorFacts& f) { f.executable["/usr/sbin/safe-prolog"] = false; }, "prolog",
+       Verdict::fail},
+      {"no epilog", [](DoctorFacts& f) { (*f.controller)["Epilog"] = "(null)"; }, "epilog", Verdict::fail},
+      {"prolog failures hold jobs", [](DoctorFacts& f) { (*f.controller)["SchedulerParameters"] = "bf_continue"; },
+       "scheduler-parameters", Verdict::fail},
+      {"built for another Slurm", [](DoctorFacts& f) { f.built_for_slurm = "22.05.7"; }, "versions", Verdict::fail},
+      {"plugin of another release", [](DoctorFacts& f) { f.plugins[0].version = "22.05.9"; }, "versions", Verdict::fail},
+      {"plugin not loadable", [](DoctorFacts& f) { f.plugins[0].error = "cannot be loaded: bad ELF"; }, "versions",
+       Verdict::fail},
+      {"slurmctld on another release", [](DoctorFacts& f) { (*f.controller)["SLURM_VERSION"] = "23.02.1"; }, "versions",
+       Verdict::warn},
+      {"unknown node", [](DoctorFacts& f) { f.node.reset(); f.node_error = "Node n1 not found"; }, "node",
+       Verdict::fail},
+      {"node down", [](DoctorFacts& f) { f.node->state = "DOWN*"; }, "node", Verdict::fail},
+      {"node drained by an admin", [](DoctorFacts& f) { f.node->state = "IDLE+DRAIN"; f.node->reason = "disk"; },
+       "node", Verdict::warn},
+      {"safed unreachable", [](DoctorFacts& f) { f.safed.error = "Connection refused"; f.safed.http_status = 0; },
+       "safed", Verdict::fail},
+      {"safed without Slurm", [](DoctorFacts& f) { f.safed.slurm_ok = false; f.safed.slurm_error = "timeout"; },
+       "safed", Verdict::fail},
+      {"safed stalled", [](DoctorFacts& f) { f.safed.last_pass = 900; }, "safed", Verdict::fail},
+      {"asked the standby", [](DoctorFacts& f) { f.safed.role = "standby"; }, "safed", Verdict::warn},
+      {"another safe.yaml", [](DoctorFacts& f) { f.config_sha256 = "bbbb"; }, "config-same", Verdict::fail},
+      {"named bridge down", [](DoctorFacts& f) { f.bridge.error = "Connection refused"; f.bridge.http_status = 0; },
+       "bridge", Verdict::fail},
+      {"no bridge at the default address",
+       [](DoctorFacts& f) { f.bridge.named = false; f.bridge.error = "Connection refused"; f.bridge.http_status = 0; },
+       "bridge", Verdict::warn},
+      {"clock ahead", [](DoctorFacts& f) { f.safed.asked_at += 8; }, "clock", Verdict::fail},
+      {"clock behind", [](DoctorFacts& f) { f.safed.asked_at -= 8; }, "clock", Verdict::fail},
+  };
+  for (const auto& c : cases) {
+    DoctorFacts f = healthy();
+    c.apply(f);
+    auto checks = diagnose(f);
+    for (const auto& check : checks) {
+      if (check.name == c.check) {
+        EXPECT_EQ(check.verdict, c.verdict) << c.what << ": " << check.detail;
+        EXPECT_FALSE(check.fix.empty() && c.verdict == Verdict::fail) << c.what << ": no fix";
+      } else {
+        EXPECT_NE(check.verdict, Verdict::fail) << c.what << " also failed " << check.name << ": " << check.detail;
+      }
+    }
+    EXPECT_EQ(any_failed(checks), c.verdict == Verdict::fail) << c.what;
+  }
+}
+
+TEST(DoctorChecks, WithoutSlurmctldItsChecksAreSkipped) {
+  DoctorFacts f = healthy();
+  f.controller.reset();
+  f.controller_error = "Unable to contact slurm controller";
+  auto checks = diagnose(f);
+  EXPECT_EQ(verdict_of(checks, "slurmctld"), Verdict::fail);
+  for (const char* name : {"job-submit", "licenses", "health-check", "prolog", "epilog", "scheduler-parameters"})
+    EXPECT_EQ(verdict_of(checks, name), Verdict::skip) << name;
+}
+
+TEST(DoctorChecks, ClockAllowsTheDateHeadersSecondAndHalfTheRoundTrip) {
+  DoctorFacts f = healthy();
+  f.safed.asked_at = 1000 + 6;  // 5 s allowed, +1 for the header's whole seconds
+  EXPECT_EQ(verdict_of(diagnose(f), "clock"), Verdict::ok);
+  f.safed.asked_at = 1000 + 7;
+  EXPECT_EQ(verdict_of(diagnose(f), "clock"), Verdict::fail);
+  f.safed.date.reset();
+  EXPECT_EQ(verdict_of(diagnose(f), "clock"), Verdict::skip);
+}
+
+TEST(DoctorChecks, ReadsTheProgramListsOfLaterSlurmReleases) {
+  DoctorFacts f = healthy();
+  f.controller->erase("Prolog");
+  f.controller->erase("Epilog");
+  (*f.controller)["Prolog[0]"] = "/etc/slurm/site-prolog";
+  (*f.controller)["Prolog[1]"] = "/usr/sbin/safe-prolog";
+  (*f.controller)["Epilog[0]"] = "/usr/sbin/safe-epilog";
+  EXPECT_EQ(programs_of(*f.controller, "Prolog"), (std::vector<std::string>{"/etc/slurm/site-prolog", "/usr/sbin/safe-prolog"}));
+  auto checks = diagnose(f);
+  EXPECT_EQ(verdict_of(checks, "prolog"), Verdict::ok);
+  EXPECT_EQ(verdict_of(checks, "epilog"), Verdict::ok);
+  f.controller->erase("Prolog[1]");
+  EXPECT_EQ(verdict_of(diagnose(f), "prolog"), Verdict::fail);
+}
+
+TEST(DoctorChecks, NotANodeSkipsTheNodeCheck) {
+  DoctorFacts f = healthy();
+  f.node_name.clear();
+  f.node.reset();
+  f.executable.clear();
+  EXPECT_EQ(verdict_of(diagnose(f), "node"), Verdict::skip);
+}
+
+TEST(DoctorChecks, ParsesSlurmsOutput) {
+  auto config = parse_scontrol_config("SLURM_VERSION = 22.05.8\nSlurmctldHost[0]        = a(b)\nnot a setting\n");
+  EXPECT_EQ(config.at("SLURM_VERSION"), "22.05.8");
+  EXPECT_EQ(config.at("SlurmctldHost[0]"), "a(b)");
+  EXPECT_EQ(config.size(), 2u);
+  EXPECT_EQ(parse_slurm_version("slurm 22.05.8\n"), "22.05.8");
+  EXPECT_EQ(parse_slurm_version("slurm-wlm 26.05.3"), "");
+  EXPECT_EQ(slurm_version_string(0x160508), "22.05.8");
+  EXPECT_EQ(slurm_version_string(0x1a0503), "26.05.3");
+}
+
+}  // namespace
+}  // namespace safe::doctor
