@@ -3,7 +3,6 @@
 // limit), the plugin files, munge, safed's status (asked with this host's munge credential) and
 // the bridge's /healthz; then print one line per check, or JSON.
 #include <curl/curl.h>
-#include <dlfcn.h>
 #include <jansson.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,7 +12,9 @@
 #include <cstdio>
 #include <ctime>
 #include <iostream>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "common/authenticator.hpp"
 #include "common/json_utf8.hpp"
@@ -72,13 +73,11 @@ void read_slurm(DoctorFacts& f, ProcessRunner& runner) {
 
 // This host as a Slurm node: the name given, else the host name when Slurm knows a node by it.
 void read_node(DoctorFacts& f, ProcessRunner& runner, const std::string& named) {
-  std::string name = named;
-  if (name.empty()) {
-    char host[256] = {};
-    if (gethostname(host, sizeof host - 1) != 0) return;
-    name = host;
-    name = name.substr(0, name.find('.'));
-  }
+  char host[256] = {};
+  std::string here = gethostname(host, sizeof host - 1) == 0 ? std::string(host) : "";
+  here = here.substr(0, here.find('.'));
+  std::string name = named.empty() ? here : named;
+  if (name.empty()) return;
   ProcessResult shown = runner.run({kScontrolPath, "show", "node", "-o", name}, kCommandTimeout);
   std::optional<NodeStatus> node = shown.ok() ? parse_scontrol_show_node(shown.out) : std::nullopt;
   if (!node && named.empty()) return;  // not a node: nothing of a node's to check here
@@ -87,7 +86,15 @@ void read_node(DoctorFacts& f, ProcessRunner& runner, const std::string& named) 
     f.node = node;
   else
     f.node_error = failure(shown);
-  if (!f.controller) return;
+  // The programs slurmd runs are looked for on this host only when it is that node (its name or
+  // its NodeHostName: the test cluster's nodes all live on one host); another node's disk is not
+  // this one's.
+  std::string node_host;
+  if (std::size_t at = shown.out.find(" NodeHostName="); at != std::string::npos) {
+    node_host = shown.out.substr(at + 14);
+    node_host = node_host.substr(0, node_host.find_first_of(" \n"));
+  }
+  if (!f.controller || here.empty() || (name != here && node_host != here)) return;
   for (const char* key : {"HealthCheckProgram", "Prolog", "Epilog"}) {
     for (const auto& path : doctor::programs_of(*f.controller, key)) {
       struct stat st {};
@@ -97,10 +104,10 @@ void read_node(DoctorFacts& f, ProcessRunner& runner, const std::string& named) 
   }
 }
 
-// Slurm's plugin_version of each SaFE plugin in the plugin directories. dlopen with RTLD_LAZY, as
-// Slurm loads them: their only undefined symbols are Slurm's functions, bound at first call, and
-// none is called here.
+// Slurm's plugin_version of each SaFE plugin, from the first of the plugin directories that has it
+// (as Slurm searches PluginDir). Read from the file, never loaded (plugin_version_in_elf).
 void read_plugins(DoctorFacts& f, const std::string& dirs) {
+  f.plugin_dirs = dirs;
   for (const char* file : {"spank_safe.so", "job_submit_safe.so"}) {
     for (std::size_t start = 0; start <= dirs.size();) {
       std::size_t colon = dirs.find(':', start);
@@ -108,30 +115,30 @@ void read_plugins(DoctorFacts& f, const std::string& dirs) {
       start = colon == std::string::npos ? dirs.size() + 1 : colon + 1;
       doctor::PluginFile plugin;
       plugin.path = dir + "/" + file;
+      plugin.spank = std::string(file) == "spank_safe.so";
       struct stat st {};
       if (dir.empty() || stat(plugin.path.c_str(), &st) != 0) continue;
       plugin.present = true;
-      void* handle = dlopen(plugin.path.c_str(), RTLD_LAZY | RTLD_LOCAL);
-      if (!handle) {
-        const char* why = dlerror();
-        plugin.error = std::string("cannot be loaded: ") + (why ? why : "unknown error");
+      std::ifstream in(plugin.path, std::ios::binary);
+      std::ostringstream bytes;
+      if (!S_ISREG(st.st_mode) || st.st_size > (256 << 20) || !in || !(bytes << in.rdbuf())) {
+        plugin.error = "cannot be read as a plugin file";
       } else {
-        auto* version = static_cast<const unsigned int*>(dlsym(handle, "plugin_version"));
+        auto version = doctor::plugin_version_in_elf(bytes.str());
         if (version)
           plugin.version = doctor::slurm_version_string(*version);
         else
-          plugin.error = "has no plugin_version: not a Slurm plugin";
-        dlclose(handle);
+          plugin.error = version.error();
       }
       f.plugins.push_back(plugin);
-      break;  // Slurm takes the first directory that has it
+      break;
     }
   }
 }
 
 size_t collect(char* data, size_t size, size_t n, void* out) {
   auto* s = static_cast<std::string*>(out);
-  if (s->size() + size * n > (4u << 20)) return 0;
+  if (s->size() + size * n > (64u << 20)) return 0;  // a large site's status, every job in it
   s->append(data, size * n);
   return size * n;
 }
@@ -214,8 +221,12 @@ void ask_safed(DoctorFacts& f, const std::string& url) {
   f.safed.date = answer.date;
   f.safed.asked_at = answer.asked_at;
   f.safed.round_trip_s = answer.round_trip_s;
-  if (answer.status != 200) return;
   Json root(json_loads(answer.body.c_str(), 0, nullptr));
+  if (answer.status != 200) {
+    const char* said = root ? json_string_value(json_object_get(root.get(), "error")) : nullptr;
+    if (said) f.safed.refusal = said;
+    return;
+  }
   json_t* ctl = root ? json_object_get(root.get(), "controller") : nullptr;
   if (!ctl) {
     f.safed.http_status = -1;
@@ -315,8 +326,8 @@ int doctor(const std::vector<std::string>& args) {
   std::string plugin_dirs = SAFE_SLURM_PLUGIN_DIR;
   if (vm.count("plugin-dir"))
     plugin_dirs = vm["plugin-dir"].as<std::string>();
-  else if (f.controller && f.controller->count("PluginDir"))
-    plugin_dirs = f.controller->at("PluginDir");
+  else if (f.controller && f.controller->count("PluginDir"))  // slurmctld's, and where packages put them here
+    plugin_dirs = f.controller->at("PluginDir") + ":" + plugin_dirs;
   read_plugins(f, plugin_dirs);
   ask_safed(f, vm.count("url") ? vm["url"].as<std::string>() : default_controller_url(f.config_path));
   ask_bridge(f, vm.count("bridge") ? vm["bridge"].as<std::string>() : "");

@@ -1,7 +1,10 @@
 #include "controller/safectl/doctor_checks.hpp"
 
+#include <elf.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 
 #include "common/admission.hpp"
@@ -60,9 +63,13 @@ Check munge_check(const DoctorFacts& f) {
                  "start munged (systemctl start munge) with the cluster's /etc/munge/munge.key");
   if (!f.safed.error.empty() || f.safed.http_status == 0)
     return check("munge", Verdict::ok, "a credential was made here (safed, unreachable, did not check it)");
+  if (f.config && !f.config->auth.munge)
+    return check("munge", Verdict::ok, "a credential was made here (safed takes none: auth.munge is false)");
   if (f.safed.http_status == 401)
-    return check("munge", Verdict::fail, "safed rejected this host's munge credential: the munge keys differ",
-                 "copy the controller's /etc/munge/munge.key to this host and restart munge");
+    return check("munge", Verdict::fail,
+                 "safed rejected this host's munge credential" +
+                     (f.safed.refusal.empty() ? std::string() : ": " + f.safed.refusal),
+                 "the same /etc/munge/munge.key on every host, clocks in step, and this user known on safed's host");
   return check("munge", Verdict::ok, "safed accepted this host's credential");
 }
 
@@ -169,10 +176,19 @@ Check health_check_check(const DoctorFacts& f, const std::map<std::string, std::
   if (std::string missing = missing_here(f, program); !missing.empty())
     return check("health-check", Verdict::fail, missing, "install safe-node on this node");
   std::string states = setting(c, "HealthCheckNodeState");
-  if (states.find("ANY") == std::string::npos)
+  auto state_list = split(states, ',');
+  // Slurm checks drained idle nodes with ANY or IDLE (not NONDRAINED_IDLE, ALLOC or MIXED alone).
+  if (std::find(state_list.begin(), state_list.end(), "ANY") == state_list.end() &&
+      std::find(state_list.begin(), state_list.end(), "IDLE") == state_list.end())
     return check("health-check", Verdict::warn,
                  "HealthCheckNodeState = " + states + ": nodes drained by SaFE are not checked again, so not resumed when healed",
                  "set HealthCheckNodeState=ANY (" + std::string(kRender) + ")");
+  std::string interval = setting(c, "HealthCheckInterval");
+  if (std::atoll(interval.c_str()) <= 0)
+    return check("health-check", Verdict::warn,
+                 "HealthCheckInterval = " + (interval.empty() ? "0" : interval) + ": slurmd runs " + program +
+                     " only when it starts",
+                 "set HealthCheckInterval (" + std::string(kRender) + ")");
   return check("health-check", Verdict::ok, "HealthCheckProgram = " + program + ", every " +
                                                 setting(c, "HealthCheckInterval") + ", node state " + states);
 }
@@ -193,17 +209,19 @@ Check versions_check(const DoctorFacts& f) {
   std::vector<std::string> problems;
   if (!f.local_slurm.empty() && f.local_slurm != f.built_for_slurm)
     problems.push_back("SaFE here was built for Slurm " + f.built_for_slurm + ", this host runs " + f.local_slurm);
+  auto release = [](const std::string& v) { return v.substr(0, v.rfind('.')); };  // 22.05.8 -> 22.05
   for (const auto& p : f.plugins) {
     if (!p.present) continue;
     if (!p.error.empty())
       problems.push_back(p.path + ": " + p.error);
-    else if (p.version != here)
+    else if (p.spank ? release(p.version) != release(here) : p.version != here)
       problems.push_back(p.path + " is for Slurm " + p.version + ", this host runs " + here);
   }
   if (!problems.empty()) {
     std::string detail = problems.front();
     for (std::size_t i = 1; i < problems.size(); ++i) detail += "; " + problems[i];
-    return check("versions", Verdict::fail, detail + " (Slurm loads only plugins of its own release, micro included)",
+    return check("versions", Verdict::fail,
+                 detail + " (Slurm loads a SPANK plugin of its own release only, another plugin of its exact release)",
                  "install the safe-* packages built for this host's Slurm (apt refuses a mismatched pair)");
   }
   std::vector<std::string> mixed;
@@ -215,6 +233,9 @@ Check versions_check(const DoctorFacts& f) {
     return check("versions", Verdict::warn, mixed.front() + (mixed.size() > 1 ? "; " + mixed[1] : ""),
                  "mixed Slurm releases belong only inside an upgrade (docs/install.md, Upgrading)");
   std::size_t plugins = std::count_if(f.plugins.begin(), f.plugins.end(), [](const PluginFile& p) { return p.present; });
+  if (plugins == 0)
+    return check("versions", Verdict::warn, "no SaFE plugin in " + (f.plugin_dirs.empty() ? "PluginDir" : f.plugin_dirs),
+                 "install safe-slurm-plugins on this host, or --plugin-dir DIR where its plugins are");
   return check("versions", Verdict::ok,
                "Slurm " + here + " here" + (ctld.empty() ? "" : " and on slurmctld") + ", SaFE built for it, " +
                    std::to_string(plugins) + (plugins == 1 ? " plugin" : " plugins") + " of that release");
@@ -246,7 +267,8 @@ Check safed_check(const DoctorFacts& f) {
   std::string fix = "systemctl status safed; journalctl -u safed (controller.listen in safe.yaml says where it listens)";
   if (!s.error.empty()) return check("safed", Verdict::fail, "safed at " + s.url + " does not answer: " + s.error, fix);
   if (s.http_status == 401)  // the munge check fails; safed's own state could not be read
-    return check("safed", Verdict::skip, "safed at " + s.url + " refused this host's credential (see munge)");
+    return check("safed", Verdict::skip,
+                 "safed at " + s.url + " refused the request (see munge)" + (s.refusal.empty() ? "" : ": " + s.refusal));
   if (s.http_status != 200)
     return check("safed", Verdict::fail, "safed at " + s.url + " answered HTTP " + std::to_string(s.http_status), fix);
   if (s.role == "standby")
@@ -379,9 +401,12 @@ std::map<std::string, std::string> parse_scontrol_config(std::string_view text) 
 }
 
 std::string parse_slurm_version(std::string_view text) {
+  // "slurm 22.05.8"; Debian's Slurm calls itself "slurm-wlm 22.05.8".
   std::string line = trim(text.substr(0, text.find('\n')));
-  if (line.rfind("slurm ", 0) != 0) return "";
-  std::string version = line.substr(6);
+  std::size_t space = line.rfind(' ');
+  if (line.rfind("slurm", 0) != 0 || space == std::string::npos) return "";
+  std::string version = line.substr(space + 1);
+  if (version.empty() || version[0] < '0' || version[0] > '9') return "";
   bool plausible = !version.empty() && std::all_of(version.begin(), version.end(), [](char c) {
     return (c >= '0' && c <= '9') || c == '.' || c == '-' || (c >= 'a' && c <= 'z');
   });
@@ -392,6 +417,40 @@ std::string slurm_version_string(unsigned long number) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%02lu.%02lu.%lu", (number >> 16) & 0xff, (number >> 8) & 0xff, number & 0xff);
   return buf;
+}
+
+Result<unsigned long> plugin_version_in_elf(std::string_view file) {
+  Elf64_Ehdr eh;
+  if (file.size() < sizeof eh || std::memcmp(file.data(), ELFMAG, SELFMAG) != 0) return Error{"not an ELF file"};
+  std::memcpy(&eh, file.data(), sizeof eh);
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_shentsize != sizeof(Elf64_Shdr))
+    return Error{"not a 64-bit little-endian ELF file"};
+  auto within = [&](std::uint64_t offset, std::uint64_t size) { return offset <= file.size() && size <= file.size() - offset; };
+  if (!within(eh.e_shoff, std::uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr))) return Error{"truncated section headers"};
+  std::vector<Elf64_Shdr> sections(eh.e_shnum);
+  std::memcpy(sections.data(), file.data() + eh.e_shoff, sections.size() * sizeof(Elf64_Shdr));
+  for (const auto& symtab : sections) {
+    if (symtab.sh_type != SHT_DYNSYM || symtab.sh_link >= sections.size()) continue;
+    const Elf64_Shdr& strtab = sections[symtab.sh_link];
+    if (!within(symtab.sh_offset, symtab.sh_size) || !within(strtab.sh_offset, strtab.sh_size))
+      return Error{"truncated symbol table"};
+    for (std::uint64_t at = 0; at + sizeof(Elf64_Sym) <= symtab.sh_size; at += sizeof(Elf64_Sym)) {
+      Elf64_Sym sym;
+      std::memcpy(&sym, file.data() + symtab.sh_offset + at, sizeof sym);
+      if (sym.st_name >= strtab.sh_size || sym.st_shndx == SHN_UNDEF || sym.st_shndx >= sections.size()) continue;
+      std::string_view names = file.substr(strtab.sh_offset, strtab.sh_size);
+      std::string_view name = names.substr(sym.st_name, names.find('\0', sym.st_name) - sym.st_name);
+      if (name != "plugin_version") continue;
+      const Elf64_Shdr& holder = sections[sym.st_shndx];
+      if (holder.sh_type == SHT_NOBITS || sym.st_value < holder.sh_addr ||
+          !within(holder.sh_offset + (sym.st_value - holder.sh_addr), 4))
+        return Error{"plugin_version is not stored in the file"};
+      std::uint32_t version;
+      std::memcpy(&version, file.data() + holder.sh_offset + (sym.st_value - holder.sh_addr), sizeof version);
+      return static_cast<unsigned long>(version);
+    }
+  }
+  return Error{"has no plugin_version: not a Slurm plugin"};
 }
 
 }  // namespace safe::doctor

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "common/result.hpp"
 #include "common/slurm/node_status.hpp"
 
 namespace safe::doctor {
@@ -32,6 +33,9 @@ struct PluginFile {
   bool present = false;
   std::string version;  // the Slurm release it was built for (its plugin_version)
   std::string error;    // why its version could not be read
+  // Slurm loads a SPANK plugin of its own major.minor release; any other plugin only of its
+  // exact release, micro included.
+  bool spank = false;
 };
 
 // What safed's /api/v1/status said, asked with this host's munge credential.
@@ -45,6 +49,7 @@ struct SafedAnswer {
   std::string slurm_error;
   long long last_pass = 0;
   std::string config_sha256;
+  std::string refusal;  // what safed said when it refused the request (its "error")
   std::optional<long long> date;  // its HTTP Date header, unix seconds
   long long asked_at = 0;         // this host's clock, halfway through the request
   double round_trip_s = 0;
@@ -74,6 +79,7 @@ struct DoctorFacts {
   // this host's sbatch: does Slurm here load spank_safe.so?
   std::string sbatch_help;
   std::string sbatch_error;
+  std::string plugin_dirs;  // where the plugins were looked for
   // This host as a Slurm node (empty name: it is not one), and which of the programs slurmd runs
   // are executable here.
   std::string node_name;
@@ -100,5 +106,9 @@ std::vector<std::string> programs_of(const std::map<std::string, std::string>& c
 std::string parse_slurm_version(std::string_view text);
 // SLURM_VERSION_NUMBER as a plugin records it -> "22.05.8".
 std::string slurm_version_string(unsigned long number);
+// A Slurm plugin's plugin_version, read from the ELF file's bytes (the symbol in .dynsym, its value
+// in the section that holds it), without loading it: safectl runs as root, and a plugin linked
+// with BIND_NOW (Debian's hardening) would not even load outside Slurm.
+Result<unsigned long> plugin_version_in_elf(std::string_view file);
 
 }  // namespace safe::doctor

@@ -30,6 +30,7 @@ for name in config munge slurmctld job-submit licenses plugstack health-check pr
 done
 text=$(safectl doctor --node n1 --bridge "$SAFE_BRIDGE_URL")
 assert_contains "$text" "ready: 0 failed"
+assert_contains "$(jq -r '.checks[] | select(.name == "versions") | .detail' <<<"$out")" "2 plugins of that release"
 
 # expect_only NAME TEXT ARGS...: doctor with ARGS exits 1, NAME is the one failed check, and the
 # text output says TEXT and how to fix it.

@@ -70,6 +70,14 @@ in_root safectl render-slurm --out /tmp/fragments >/dev/null
 cp "$root/tmp/fragments/plugstack-safe.conf" "$root/etc/slurm/plugstack.conf.d/safe.conf"
 help=$(in_root srun --help 2>&1) || fail "srun --help failed with SaFE's plugstack line: $help"
 assert_contains "$help" "--safe-retries" "srun --help in the installed root"
+# safectl doctor there (no Slurm daemon runs: slurmctld's checks fail): it reads the installed
+# plugins' releases from the files, linked with BIND_NOW by Debian's hardening so that they cannot
+# be loaded outside Slurm, and Debian's Slurm calls itself slurm-wlm in `sbatch --version`.
+doctor=$(in_root safectl doctor --json 2>&1 || true)
+versions=$(jq -r '.checks[] | select(.name == "versions") | "\(.verdict) \(.detail)"' <<<"$doctor") ||
+    fail "safectl doctor --json in the installed root printed no JSON: $doctor"
+assert_eq "ok Slurm $(in_root sbatch --version | awk '{print $2}') here, SaFE built for it, 2 plugins of that release" "$versions" \
+    "safectl doctor's versions check in the installed root"
 
 # Installed disabled: no unit of ours is wanted by any target (the root has no systemctl; an
 # enabled unit is a link in /etc/systemd/system/*.wants/).

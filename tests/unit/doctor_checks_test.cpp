@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <functional>
+#include <sstream>
 
 namespace safe::doctor {
 namespace {
@@ -18,7 +20,8 @@ DoctorFacts healthy() {
   f.config = parsed.config;
   f.config_sha256 = "aaaa";
   f.built_for_slurm = f.local_slurm = "22.05.8";
-  f.plugins = {{"/usr/lib/slurm/spank_safe.so", true, "22.05.8", ""}};
+  f.plugins = {{"/usr/lib/slurm/spank_safe.so", true, "22.05.8", "", true},
+               {"/usr/lib/slurm/job_submit_safe.so", true, "22.05.8", "", false}};
   f.controller = parse_scontrol_config(
       "Configuration data as of 2026-12-03T20:00:00\n"
       "SlurmctldHost[0]        = ctl(10.0.0.1)\n"
@@ -39,7 +42,15 @@ DoctorFacts healthy() {
   f.executable = {{"/usr/sbin/safe-healthcheck", true}, {"/usr/sbin/safe-prolog", true},
                   {"/etc/slurm/site-epilog", true}, {"/usr/sbin/safe-epilog", true}};
   f.munge_ok = true;
-  f.safed = {"http://ctl:9810", "", 200, "active", "", true, "", 998, "aaaa", 1000, 1000, 0.01};
+  f.safed.url = "http://ctl:9810";
+  f.safed.http_status = 200;
+  f.safed.role = "active";
+  f.safed.slurm_ok = true;
+  f.safed.last_pass = 998;
+  f.safed.config_sha256 = "aaaa";
+  f.safed.date = 1000;
+  f.safed.asked_at = 1000;
+  f.safed.round_trip_s = 0.01;
   f.bridge = {"http://bridge:9820", true, "", 200};
   return f;
 }
@@ -87,7 +98,7 @@ TEST(DoctorChecks, EachBrokenThingFailsItsOwnCheckWithAFix) {
        Verdict::warn},
       {"another health check", [](DoctorFacts& f) { (*f.controller)["HealthCheckProgram"] = "/usr/sbin/nhc"; },
        "health-check", Verdict::warn},
-      {"drained nodes not rechecked", [](DoctorFacts& f) { (*f.controller)["HealthCheckNodeState"] = "IDLE"; },
+      {"drained nodes not rechecked", [](DoctorFacts& f) { (*f.controller)["HealthCheckNodeState"] = "ALLOC,MIXED"; },
        "health-check", Verdict::warn},
       {"checker missing on the node", [](DoctorFacts& f) { f.executable["/usr/sbin/safe-healthcheck"] = false; },
        "health-check", Verdict::fail},
@@ -99,7 +110,13 @@ TEST(DoctorChecks, EachBrokenThingFailsItsOwnCheckWithAFix) {
       {"prolog failures hold jobs", [](DoctorFacts& f) { (*f.controller)["SchedulerParameters"] = "bf_continue"; },
        "scheduler-parameters", Verdict::fail},
       {"built for another Slurm", [](DoctorFacts& f) { f.built_for_slurm = "22.05.7"; }, "versions", Verdict::fail},
-      {"plugin of another release", [](DoctorFacts& f) { f.plugins[0].version = "22.05.9"; }, "versions", Verdict::fail},
+      {"job_submit plugin of another micro release", [](DoctorFacts& f) { f.plugins[1].version = "22.05.9"; },
+       "versions", Verdict::fail},
+      {"SPANK plugin of another release", [](DoctorFacts& f) { f.plugins[0].version = "23.02.1"; }, "versions",
+       Verdict::fail},
+      {"no plugin found", [](DoctorFacts& f) { f.plugins.clear(); }, "versions", Verdict::warn},
+      {"health checks only at slurmd start", [](DoctorFacts& f) { (*f.controller)["HealthCheckInterval"] = "0 sec"; },
+       "health-check", Verdict::warn},
       {"plugin not loadable", [](DoctorFacts& f) { f.plugins[0].error = "cannot be loaded: bad ELF"; }, "versions",
        Verdict::fail},
       {"slurmctld on another release", [](DoctorFacts& f) { (*f.controller)["SLURM_VERSION"] = "23.02.1"; }, "versions",
@@ -175,6 +192,47 @@ TEST(DoctorChecks, ReadsTheProgramListsOfLaterSlurmReleases) {
   EXPECT_EQ(verdict_of(diagnose(f), "prolog"), Verdict::fail);
 }
 
+TEST(DoctorChecks, ASpankPluginOfTheSameReleaseButAnotherMicroLoads) {
+  DoctorFacts f = healthy();
+  f.plugins[0].version = "22.05.9";
+  EXPECT_EQ(verdict_of(diagnose(f), "versions"), Verdict::ok);
+}
+
+TEST(DoctorChecks, IdleHealthCheckNodeStateRechecksDrainedNodes) {
+  DoctorFacts f = healthy();
+  (*f.controller)["HealthCheckNodeState"] = "IDLE,CYCLE";
+  EXPECT_EQ(verdict_of(diagnose(f), "health-check"), Verdict::ok);
+  (*f.controller)["HealthCheckNodeState"] = "NONDRAINED_IDLE";
+  EXPECT_EQ(verdict_of(diagnose(f), "health-check"), Verdict::warn);
+}
+
+TEST(DoctorChecks, SafedsRefusalIsShownAndAuthWithoutMungeIsNoFailure) {
+  DoctorFacts f = healthy();
+  f.safed.http_status = 401;
+  f.safed.refusal = "safed: credential expired";
+  auto checks = diagnose(f);
+  for (const auto& c : checks)
+    if (c.name == "munge") {
+      EXPECT_NE(c.detail.find("credential expired"), std::string::npos) << c.detail;
+    }
+  f.config->auth.munge = false;
+  EXPECT_EQ(verdict_of(diagnose(f), "munge"), Verdict::ok);
+}
+
+TEST(DoctorChecks, PluginVersionIsReadFromTheElfFileOnly) {
+  EXPECT_FALSE(plugin_version_in_elf("not an ELF file at all, but long enough to hold a header......"));
+  EXPECT_FALSE(plugin_version_in_elf("\x7f" "ELF"));
+  // This test program is an ELF file without the symbol.
+  std::ifstream in("/proc/self/exe", std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  auto version = plugin_version_in_elf(bytes.str());
+  ASSERT_FALSE(version);
+  EXPECT_NE(version.error().find("no plugin_version"), std::string::npos) << version.error();
+  // Cut short: the section headers are past the end.
+  EXPECT_FALSE(plugin_version_in_elf(bytes.str().substr(0, 4096)));
+}
+
 TEST(DoctorChecks, NotANodeSkipsTheNodeCheck) {
   DoctorFacts f = healthy();
   f.node_name.clear();
@@ -189,7 +247,9 @@ TEST(DoctorChecks, ParsesSlurmsOutput) {
   EXPECT_EQ(config.at("SlurmctldHost[0]"), "a(b)");
   EXPECT_EQ(config.size(), 2u);
   EXPECT_EQ(parse_slurm_version("slurm 22.05.8\n"), "22.05.8");
-  EXPECT_EQ(parse_slurm_version("slurm-wlm 26.05.3"), "");
+  EXPECT_EQ(parse_slurm_version("slurm-wlm 22.05.8\n"), "22.05.8");  // Debian's
+  EXPECT_EQ(parse_slurm_version("slurm-wlm unknown"), "");
+  EXPECT_EQ(parse_slurm_version("sbatch: error: ..."), "");
   EXPECT_EQ(slurm_version_string(0x160508), "22.05.8");
   EXPECT_EQ(slurm_version_string(0x1a0503), "26.05.3");
 }
