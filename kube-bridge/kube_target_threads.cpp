@@ -99,8 +99,11 @@ void KubeTarget::elect(const std::stop_token& stop) {
   std::string last_error, last_leader;
   do {
     const bool leads = elector_->tick();
-    lead_until_ = elector_->lead_until().time_since_epoch().count();
+    // The term before the deadline: acting() reads both, and a fresh deadline seen with the term
+    // from before a lapse (still the caught-up one) would let a workload be acted on from what
+    // this bridge knew before it stalled (bridge_kube_leader: SIGSTOP past the lease, then CONT).
     term_ = leads ? elector_->term() : 0;
+    lead_until_ = elector_->lead_until().time_since_epoch().count();
     {
       std::lock_guard lock(leader_mutex_);
       leader_ = elector_->holder();
