@@ -5,11 +5,14 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <sys/stat.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <iostream>
 #include <fstream>

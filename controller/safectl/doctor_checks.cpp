@@ -3,6 +3,7 @@
 #include <elf.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
