@@ -37,6 +37,13 @@ std::string default_controller_url(const std::string& config_path) {
   return "http://" + (config.ok() ? config.config->controller.listen : ControllerConfig{}.listen);
 }
 
+size_t collect_http_body(char* data, size_t size, size_t n, void* out) {
+  auto* s = static_cast<std::string*>(out);
+  if (s->size() + size * n > (64u << 20)) return 0;  // a large site's status: every job in it
+  s->append(data, size * n);
+  return size * n;
+}
+
 namespace {
 
 struct Common {
@@ -51,12 +58,6 @@ po::options_description common_options(const std::string& title, Common& c) {
   return opts;
 }
 
-size_t collect(char* data, size_t size, size_t n, void* out) {
-  auto* s = static_cast<std::string*>(out);
-  if (s->size() + size * n > (64u << 20)) return 0;
-  s->append(data, size * n);
-  return size * n;
-}
 
 // GET or POST against safed, with a munge credential of the user running safectl (safed shows
 // each user their own jobs, admins everything); nullopt when safed cannot be reached. `status`
@@ -76,7 +77,7 @@ std::optional<std::string> call(const Common& c, const std::string& method, cons
   curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT_MS, 10000L);
   if (headers) curl_easy_setopt(curl.get(), CURLOPT_HTTPHEADER, headers.get());
   if (method == "POST") curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDS, "");
-  curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, collect);
+  curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, collect_http_body);
   curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &body);
   if (curl_easy_perform(curl.get()) != CURLE_OK) return std::nullopt;
   long code = 0;

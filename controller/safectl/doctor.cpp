@@ -10,6 +10,7 @@
 
 #include <boost/program_options.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -139,13 +140,6 @@ void read_plugins(DoctorFacts& f, const std::string& dirs) {
   }
 }
 
-size_t collect(char* data, size_t size, size_t n, void* out) {
-  auto* s = static_cast<std::string*>(out);
-  if (s->size() + size * n > (64u << 20)) return 0;  // a large site's status, every job in it
-  s->append(data, size * n);
-  return size * n;
-}
-
 size_t read_date(char* data, size_t size, size_t n, void* out) {
   std::string line(data, size * n);
   if (line.size() > 5 && strncasecmp(line.c_str(), "date:", 5) == 0) {
@@ -186,19 +180,15 @@ HttpAnswer get(const std::string& url, const std::string& authorization, bool ch
     curl_easy_setopt(curl.get(), CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(curl.get(), CURLOPT_SSL_VERIFYHOST, 0L);
   }
-  curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, collect);
+  curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, collect_http_body);
   curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &answer.body);
   curl_easy_setopt(curl.get(), CURLOPT_HEADERFUNCTION, read_date);
   curl_easy_setopt(curl.get(), CURLOPT_HEADERDATA, &answer.date);
   auto t0 = std::chrono::steady_clock::now();
-  auto wall0 = std::chrono::system_clock::now();
+  std::time_t started = std::time(nullptr);
   CURLcode rc = curl_easy_perform(curl.get());
   answer.round_trip_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  answer.asked_at = std::chrono::duration_cast<std::chrono::seconds>(
-                        (wall0 + std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                                     std::chrono::duration<double>(answer.round_trip_s / 2)))
-                            .time_since_epoch())
-                        .count();
+  answer.asked_at = started + std::llround(answer.round_trip_s / 2);
   if (rc != CURLE_OK) {
     answer.error = *error ? error : curl_easy_strerror(rc);
     return answer;
@@ -318,7 +308,6 @@ int doctor(const std::vector<std::string>& args) {
   }
   po::notify(vm);
   DoctorFacts f;
-  f.now = std::time(nullptr);
   f.built_for_slurm = SAFE_SLURM_VERSION;
   f.max_clock_skew_s = vm["max-clock-skew"].as<int>();
   f.config_path = vm.count("config") ? vm["config"].as<std::string>() : config_path_from_env();
