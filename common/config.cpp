@@ -1,12 +1,14 @@
 #include "common/config.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <tuple>
 
 #include "common/config_schema.hpp"
@@ -65,16 +67,44 @@ ConfigResult parse_config(std::string_view text, const std::string& file) {
   return result;
 }
 
+namespace {
+// safe.yaml is a few KiB; a file far larger is a mistake, not a config.
+constexpr long long kMaxConfigBytes = 16LL << 20;
+}  // namespace
+
 ConfigResult load_config_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  auto unreadable = [&](const std::string& why) {
     ConfigResult result;
-    result.errors.push_back({path, 0, 0, std::string("cannot read: ") + std::strerror(errno)});
+    result.errors.push_back({path, 0, 0, why});
     return result;
+  };
+  // O_NONBLOCK and a regular-file check: a FIFO or device named as the config (SAFE_CONFIG is
+  // anyone's to set) must get an error, not block the reader.
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return unreadable(std::string("cannot read: ") + std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return unreadable("cannot read: not a regular file");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_config(text.str(), path);
+  if (st.st_size > kMaxConfigBytes) {
+    close(fd);
+    return unreadable("cannot read: larger than " + std::to_string(kMaxConfigBytes >> 20) + " MiB");
+  }
+  std::string text(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t got = 0;
+  int read_error = 0;
+  while (got < text.size()) {
+    ssize_t n = read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) read_error = errno;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  close(fd);
+  if (read_error != 0) return unreadable(std::string("cannot read: ") + std::strerror(read_error));
+  text.resize(got);  // the file shrank meanwhile: what was there
+  return parse_config(text, path);
 }
 
 std::string config_path_from_env() {

@@ -1,5 +1,7 @@
 // Table-driven tests of safe.yaml parsing: valid files, and each class of error with its position.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <functional>
@@ -241,6 +243,23 @@ TEST(ConfigErrors, MissingFileSaysWhy) {
   ConfigResult r = load_config_file("/nonexistent/safe.yaml");
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_EQ(r.errors[0].to_string(), "/nonexistent/safe.yaml: cannot read: No such file or directory");
+}
+
+// A FIFO (no writer: an open or read of it would block) or a device named as the config is an
+// error at once, not a hung reader.
+TEST(ConfigErrors, AFifoOrDeviceIsRefusedWithoutBlocking) {
+  char dir[] = "/tmp/safe-config-fifo.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string fifo = std::string(dir) + "/safe.yaml";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  ConfigResult r = load_config_file(fifo);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].to_string(), fifo + ": cannot read: not a regular file");
+  unlink(fifo.c_str());
+  rmdir(dir);
+  ConfigResult zero = load_config_file("/dev/zero");
+  ASSERT_EQ(zero.errors.size(), 1u);
+  EXPECT_EQ(zero.errors[0].message, "cannot read: not a regular file");
 }
 
 TEST(ConfigErrors, DeepNestingIsRejectedNotCrashed) {
