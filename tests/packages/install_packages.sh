@@ -16,51 +16,14 @@
 # the build tree is (the build tree is not mounted, and the root has no copy of it).
 set -euo pipefail
 source "$(dirname "$0")/../lib/cluster_test.sh"
+# shellcheck source-path=SCRIPTDIR source=clean_root.sh
+source "$(dirname "$0")/clean_root.sh"
 debs=${SAFE_TEST_PACKAGES:?SAFE_TEST_PACKAGES names the directory package.build filled}
 compgen -G "$debs/safe-common_*.deb" >/dev/null || fail "no packages in $debs: package.build makes them"
-command -v mmdebstrap >/dev/null || fail "mmdebstrap not found (apt-get install mmdebstrap)"
-codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
-root=$(mktemp -d /var/tmp/safe-package-root.XXXXXX)
-cache=/var/cache/safe/$codename-package-apt
-# Processes whose root directory is the clean root: the cluster's daemons and jobs.
-root_pids() {
-    local p
-    for p in /proc/[0-9]*; do
-        [[ $(readlink "$p/root" 2>/dev/null) == "$root" ]] && echo "${p#/proc/}"
-    done
-    return 0
-}
-cleanup() {
-    local m
-    if [[ -x $root/tmp/harness/cluster/safe-cluster ]]; then in_root /tmp/harness/cluster/safe-cluster down-all >/dev/null 2>&1 || true; fi
-    # shellcheck disable=SC2046 # one pid per word
-    kill -KILL $(root_pids) 2>/dev/null || true
-    for m in "$root/tmp/safe-cluster.lock" "$root/sys" "$root/dev" "$root/var/cache/apt/archives" "$root/proc"; do
-        if mountpoint -q "$m"; then umount -R "$m" || umount -R -l "$m"; fi
-    done
-    rm -rf --one-file-system "$root"
-}
-trap cleanup EXIT
 
 t0=$SECONDS
-mmdebstrap --quiet --variant=apt "$codename" "$root" ${SAFE_DEBIAN_MIRROR:+"$SAFE_DEBIAN_MIRROR"}
-# What apt downloads is kept for the next run; no daemon a package installs is started in the root.
-mkdir -p "$cache/partial"
-mount --bind "$cache" "$root/var/cache/apt/archives"
-mount -t proc proc "$root/proc"
-rm -f "$root/etc/apt/apt.conf.d/docker-clean"
-echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' >"$root/etc/apt/apt.conf.d/10safe-keep-debs"
-printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
-chmod 0755 "$root/usr/sbin/policy-rc.d"
-mkdir -p "$root/tmp/debs"
-cp "$debs"/safe-common_*.deb "$debs"/safe-slurm-plugins_*.deb "$debs"/safe-node_*.deb "$debs"/safed_*.deb \
-    "$debs"/safe-kube-bridge_*.deb "$debs"/safectl_*.deb "$root/tmp/debs/"
-in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"; }
-# mmdebstrap leaves no package lists behind.
-in_root apt-get update -qq >"$root/tmp/apt.log" 2>&1 || fail "apt-get update in the root failed: $(tail -n 20 "$root/tmp/apt.log")"
-debs_in_root=()
-for deb in "$root"/tmp/debs/*.deb; do debs_in_root+=("/tmp/debs/${deb##*/}"); done
-in_root apt-get install -y -qq "${debs_in_root[@]}" >>"$root/tmp/apt.log" 2>&1 || fail "apt-get install of the packages failed: $(tail -n 20 "$root/tmp/apt.log")"
+make_clean_root
+install_debs "$debs"
 echo "installed into a clean $codename root in $((SECONDS - t0)) s"
 assert_eq "$(dpkg-query -W -f='${Version}' slurm-wlm-basic-plugins)" "$(in_root dpkg-query -W -f='${Version}' slurm-wlm-basic-plugins 2>/dev/null || true)" \
     "the Slurm apt chose for safe-slurm-plugins (the one it was built against)"
@@ -96,30 +59,10 @@ versions=$(jq -r '.checks[] | select(.name == "versions") | "\(.verdict) \(.deta
 assert_eq "ok Slurm $(in_root sbatch --version | awk '{print $2}') here, SaFE built for it, 2 plugins of that release" "$versions" \
     "safectl doctor's versions check in the installed root"
 
-# A cluster from the installed files. Debian's Slurm daemons, munge and the harness's tools
-# (ss, ps, curl, jq) come from the mirror; the harness and its sample config are copied in.
-# The cluster's ports are picked under the host's lock (bind-mounted) so that no cluster of the
-# host picks the same ones at once.
-in_root apt-get install -y -qq slurmctld slurmd munge iproute2 procps curl jq >>"$root/tmp/apt.log" 2>&1 ||
-    fail "apt-get install of Slurm's daemons in the root failed: $(tail -n 20 "$root/tmp/apt.log")"
-# /sys with the cgroup file system under it: Slurm 22.05's slurmd initializes its cgroup plugin.
-mount --rbind /dev "$root/dev"
-mount --make-rslave "$root/dev"
-mount --rbind /sys "$root/sys"
-mount --make-rslave "$root/sys"
-touch /tmp/safe-cluster.lock "$root/tmp/safe-cluster.lock"
-mount --bind /tmp/safe-cluster.lock "$root/tmp/safe-cluster.lock"
-mkdir -p "$root/tmp/harness"
-cp -r "$SAFE_SOURCE_DIR/tests/cluster" "$SAFE_SOURCE_DIR/tests/lib" "$root/tmp/harness/"
-rm -f "$root/etc/slurm/plugstack.conf.d/safe.conf"  # the cluster has its own plugstack.conf
-cdir=/tmp/c
 t1=$SECONDS
-up=$(in_root /tmp/harness/cluster/safe-cluster up --installed --dir "$cdir" --nodes 2 --gpus-per-node 2 --config /tmp/harness/cluster/safe.yaml 2>&1) ||
-    fail "safe-cluster up --installed in the root failed: $up"
+clean_root_cluster_up --nodes 2 --gpus-per-node 2
 echo "cluster from the installed files up in $((SECONDS - t1)) s"
-# in_cluster COMMAND: a bash command line run in the root with the cluster's environment.
-in_cluster() { in_root bash -c ". $cdir/env && $1"; }
-pids=$(in_root /tmp/harness/cluster/safe-cluster pids --dir "$cdir")
+pids=$(in_root "$harness" pids --dir "$cdir")
 for daemon in "/usr/sbin/safed --config /etc/safe/safe.yaml" "/usr/sbin/safe-kube-bridge --config /etc/safe/safe.yaml"; do
     grep -qE "^[0-9]+ $daemon\$" <<<"$pids" || fail "no '$daemon' (its unit's ExecStart) among the cluster's processes: $pids"
 done
@@ -156,7 +99,7 @@ in_root apt-get remove -y -qq safe-common safe-slurm-plugins safe-node safed saf
 assert_eq "RUNNING 1" "$(job_state JobState) $(job_state Restarts)" "job $job after apt-get remove"
 wait_for "(( \$(wc -l <$root/tmp/job.out) > $lines_before + 2 ))" 10 "cat $root/tmp/job.out"
 in_cluster "scancel $job"
-in_root /tmp/harness/cluster/safe-cluster down --dir "$cdir" >/dev/null || fail "safe-cluster down in the root failed"
+in_root "$harness" down --dir "$cdir" >/dev/null || fail "safe-cluster down in the root failed"
 [[ ! -e $root/usr/sbin/safed && ! -e $root/usr/bin/safectl ]] || fail "apt-get remove left the programs"
 grep -q '^# changed by the admin$' "$root/etc/safe/safe.yaml" || fail "apt-get remove took the admin's safe.yaml"
 # Removed packages that came from files, not a repository, are purged with dpkg (apt does the

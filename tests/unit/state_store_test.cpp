@@ -1,8 +1,9 @@
-// StateStore on a real SQLite file: a store an older safed wrote opens, upgraded, with its rows;
-// jobs are keyed by id and submit time; a pass that fails leaves no transaction behind; finished
-// jobs are pruned.
+// StateStore on a real SQLite file: a store an older safed wrote opens, upgraded, with its rows; a
+// newer safed's is refused; jobs are keyed by id and submit time; a pass that fails leaves no
+// transaction behind; finished jobs are pruned.
 #include "controller/safed/state_store.hpp"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -112,6 +113,26 @@ TEST_F(StoreFile, UpgradesAVersion2StoreGivingEveryTableAKey) {
   EXPECT_EQ(0, store.journal_seq());
   store.log_action({990, {7, 900}, "", "restart", "", true});
   EXPECT_EQ(3u, store.actions({7, 900}).size());
+}
+
+// A downgrade of safed to a release with an older schema: the store is refused, untouched, with
+// what to do (docs/install.md, upgrade and rollback).
+TEST_F(StoreFile, AStoreOfANewerSchemaIsRefusedUntouched) {
+  write_with_sqlite("CREATE TABLE jobs (job_id INTEGER, future_column TEXT); PRAGMA user_version = 99;");
+  try {
+    StateStore store(path.string());
+    FAIL() << "a store of schema 99 was opened";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("written by a newer safed (schema 99); upgrade safed or move the store aside"));
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(SQLITE_OK, sqlite3_open(path.c_str(), &db));
+  sqlite3_stmt* q = nullptr;
+  ASSERT_EQ(SQLITE_OK, sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, nullptr));
+  ASSERT_EQ(SQLITE_ROW, sqlite3_step(q));
+  EXPECT_EQ(99, sqlite3_column_int(q, 0)) << "the refused store is left as it was";
+  sqlite3_finalize(q);
+  sqlite3_close(db);
 }
 
 // The journal of a replicated store: what one store commits, another applies.

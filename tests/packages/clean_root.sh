@@ -1,0 +1,106 @@
+# shellcheck shell=bash
+# clean_root.sh: a clean Debian root (mmdebstrap, this machine's release, Debian's mirror) for the
+# package tests, sourced after tests/lib/cluster_test.sh. The packages are installed into it with
+# apt as a site installs them, and a Slurm cluster can run in it from the installed files only:
+# the test harness (tests/cluster, tests/lib) is copied in, nothing of the build tree is.
+#   make_clean_root               the root ($root), removed with everything in it at exit
+#   in_root COMMAND...            runs COMMAND in the root with a clean environment
+#   install_debs DIR [APT_ARGS]   copies DIR's six SaFE packages in and apt-installs them
+#   clean_root_cluster_up ARGS    `safe-cluster up --installed --dir $cdir ARGS` in the root
+#   in_cluster 'COMMAND LINE'     a bash command line in the root with the cluster's environment
+#   upgrade_from_debs             where package.build_upgrade_from keeps the earlier packages
+
+codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+cdir=/tmp/safe-installed-cluster
+harness=/tmp/harness/cluster/safe-cluster
+
+in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"; }
+in_cluster() { in_root bash -c ". $cdir/env && $1"; }
+
+# Processes whose root directory is the clean root: the cluster's daemons and jobs.
+root_pids() {
+    local p
+    for p in /proc/[0-9]*; do
+        [[ $(readlink "$p/root" 2>/dev/null) == "$root" ]] && echo "${p#/proc/}"
+    done
+    return 0
+}
+remove_clean_root() {
+    local m
+    if [[ -x $root$harness ]]; then in_root "$harness" down-all >/dev/null 2>&1 || true; fi
+    # shellcheck disable=SC2046 # one pid per word
+    kill -KILL $(root_pids) 2>/dev/null || true
+    for m in "$root/tmp/safe-cluster.lock" "$root/sys" "$root/dev" "$root/var/cache/apt/archives" "$root/proc"; do
+        if mountpoint -q "$m"; then umount -R "$m" || umount -R -l "$m"; fi
+    done
+    rm -rf --one-file-system "$root"
+}
+
+make_clean_root() {
+    command -v mmdebstrap >/dev/null || fail "mmdebstrap not found (apt-get install mmdebstrap)"
+    root=$(mktemp -d /var/tmp/safe-package-root.XXXXXX)
+    trap remove_clean_root EXIT
+    local cache=/var/cache/safe/$codename-package-apt
+    mmdebstrap --quiet --variant=apt "$codename" "$root" ${SAFE_DEBIAN_MIRROR:+"$SAFE_DEBIAN_MIRROR"}
+    # What apt downloads is kept for the next run; no daemon a package installs is started in the root.
+    mkdir -p "$cache/partial"
+    mount --bind "$cache" "$root/var/cache/apt/archives"
+    mount -t proc proc "$root/proc"
+    rm -f "$root/etc/apt/apt.conf.d/docker-clean"
+    echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' >"$root/etc/apt/apt.conf.d/10safe-keep-debs"
+    printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+    chmod 0755 "$root/usr/sbin/policy-rc.d"
+    # mmdebstrap leaves no package lists behind.
+    in_root apt-get update -qq >"$root/tmp/apt.log" 2>&1 || fail "apt-get update in the root failed: $(tail -n 20 "$root/tmp/apt.log")"
+}
+
+# install_debs DIR [APT_ARGS...]: SaFE's six packages from DIR, copied into the root
+# (/tmp/debs-N, a directory per call) and installed with apt-get install, dependencies from
+# Debian. Sets debs_in_root to their paths in the root.
+install_debs() {
+    local dir=$1 deb to
+    shift
+    to=/tmp/debs-$((++install_debs_calls))
+    mkdir -p "$root$to"
+    debs_in_root=()
+    for deb in safe-common safe-slurm-plugins safe-node safed safe-kube-bridge safectl; do
+        compgen -G "$dir/${deb}_*.deb" >/dev/null || fail "no $deb package in $dir"
+        cp "$dir/${deb}"_*.deb "$root$to/"
+        debs_in_root+=("$to/$(basename "$dir/${deb}"_*.deb)")
+    done
+    in_root apt-get install -y -qq "$@" "${debs_in_root[@]}" >>"$root/tmp/apt.log" 2>&1 ||
+        fail "apt-get install ${*:+$* }of the packages in $dir failed: $(tail -n 20 "$root/tmp/apt.log")"
+}
+install_debs_calls=0
+
+# clean_root_cluster_up ARGS...: a cluster from the installed files. Debian's Slurm daemons, munge
+# and the harness's tools (ss, ps, curl, jq, sqlite3) come from the mirror; the harness and its
+# sample config are copied in. The cluster's ports are picked under the host's lock
+# (bind-mounted), so that no cluster of the host picks the same ones at once.
+clean_root_cluster_up() {
+    in_root apt-get install -y -qq slurmctld slurmd munge iproute2 procps curl jq sqlite3 >>"$root/tmp/apt.log" 2>&1 ||
+        fail "apt-get install of Slurm's daemons in the root failed: $(tail -n 20 "$root/tmp/apt.log")"
+    # /sys with the cgroup file system under it: Slurm 22.05's slurmd initializes its cgroup plugin.
+    mount --rbind /dev "$root/dev"
+    mount --make-rslave "$root/dev"
+    mount --rbind /sys "$root/sys"
+    mount --make-rslave "$root/sys"
+    touch /tmp/safe-cluster.lock "$root/tmp/safe-cluster.lock"
+    mount --bind /tmp/safe-cluster.lock "$root/tmp/safe-cluster.lock"
+    mkdir -p "$root/tmp/harness"
+    cp -r "$SAFE_SOURCE_DIR/tests/cluster" "$SAFE_SOURCE_DIR/tests/lib" "$root/tmp/harness/"
+    rm -f "$root/etc/slurm/plugstack.conf.d/safe.conf"  # the cluster has its own plugstack.conf
+    local up
+    up=$(in_root "$harness" up --installed --dir "$cdir" --config /tmp/harness/cluster/safe.yaml "$@" 2>&1) ||
+        fail "safe-cluster up --installed in the root failed: $up"
+}
+
+# upgrade_from_debs: the directory of the packages of the commit package.upgrade upgrades from:
+# SAFE_UPGRADE_FROM, by default the last commit CI landed before `safectl doctor` (built once per
+# commit and Debian release: they never change).
+upgrade_from_debs() {
+    local from
+    from=$(git -C "$SAFE_SOURCE_DIR" rev-parse --verify -q "${SAFE_UPGRADE_FROM:-c2940c8}^{commit}") ||
+        fail "SAFE_UPGRADE_FROM=${SAFE_UPGRADE_FROM:-c2940c8}: no such commit in $SAFE_SOURCE_DIR"
+    echo "/var/cache/safe/upgrade-from/$from-$codename"
+}
