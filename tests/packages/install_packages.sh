@@ -11,7 +11,9 @@
 #    and the bridge started with their units' ExecStart lines), and a SaFE job survives a GPU
 #    fault there: the health checker drains its node, safed requeues it, it runs again elsewhere;
 #  - `apt remove` leaves a running job alone;
-#  - an admin's safe.yaml survives a reinstall; `apt remove` keeps it, a purge removes it.
+#  - `apt remove` warns of a plugstack line still naming the SPANK plugin;
+#  - an admin's safe.yaml survives a reinstall; `apt remove` keeps it, a purge removes it, and
+#    safed's state in /var/lib/safe.
 # The test harness (safe-cluster, its sample safe.yaml) is copied in; no program or library of
 # the build tree is (the build tree is not mounted, and the root has no copy of it).
 set -euo pipefail
@@ -93,8 +95,12 @@ echo "# changed by the admin" >>"$root/etc/safe/safe.yaml"
 in_root apt-get install -y -qq --reinstall "$(printf '%s\n' "${debs_in_root[@]}" | grep /safe-common_)" >>"$root/tmp/apt.log" 2>&1 || fail "reinstalling safe-common failed"
 grep -q '^# changed by the admin$' "$root/etc/safe/safe.yaml" || fail "a reinstall of safe-common replaced the admin's safe.yaml"
 lines_before=$(wc -l <"$root/tmp/job.out")
-in_root apt-get remove -y -qq safe-common safe-slurm-plugins safe-node safed safe-kube-bridge safectl >>"$root/tmp/apt.log" 2>&1 ||
-    fail "apt-get remove failed: $(tail -n 20 "$root/tmp/apt.log")"
+# The plugstack line an admin would have left in: the plugins' prerm warns of it.
+cp "$root/tmp/fragments/plugstack-safe.conf" "$root/etc/slurm/plugstack.conf.d/safe.conf"
+in_root apt-get remove -y -qq safe-common safe-slurm-plugins safe-node safed safe-kube-bridge safectl >"$root/tmp/remove.log" 2>&1 ||
+    fail "apt-get remove failed: $(tail -n 20 "$root/tmp/remove.log")"
+assert_contains "$(cat "$root/tmp/remove.log")" "safe-slurm-plugins: warning: /etc/slurm/plugstack.conf.d/safe.conf still names spank_safe.so" \
+    "apt-get remove's output"
 # The job is not touched: still running, not requeued, still writing.
 assert_eq "RUNNING 1" "$(job_state JobState) $(job_state Restarts)" "job $job after apt-get remove"
 wait_for "(( \$(wc -l <$root/tmp/job.out) > $lines_before + 2 ))" 10 "cat $root/tmp/job.out"
@@ -107,4 +113,6 @@ grep -q '^# changed by the admin$' "$root/etc/safe/safe.yaml" || fail "apt-get r
 in_root dpkg --purge safe-common safe-slurm-plugins safe-node safed safe-kube-bridge safectl >>"$root/tmp/apt.log" 2>&1 ||
     fail "dpkg --purge failed: $(tail -n 20 "$root/tmp/apt.log")"
 [[ ! -e $root/etc/safe ]] || fail "apt-get purge left $(find "$root/etc/safe" | sed "s|^$root||" | tr '\n' ' ')"
+# safed's store (the cluster's safed kept it there) goes with the purge too.
+[[ ! -e $root/var/lib/safe ]] || fail "the purge left $(find "$root/var/lib/safe" | sed "s|^$root||" | tr '\n' ' ')"
 echo "PASS: install_packages (apt install into a clean $codename root, programs run, SPANK plugin loads into its Slurm, units disabled, a cluster from the installed files fails a job over, apt remove leaves it running, safe.yaml kept until purge)"
