@@ -15,9 +15,11 @@ src=$(mktemp -d /var/tmp/safe-upgrade-from.XXXXXX)
 trap 'rm -rf "$src"' EXIT
 t0=$SECONDS
 from=$(basename "$out")
+from=${from%%-*}
 git clone -q --shared --no-checkout "$SAFE_SOURCE_DIR" "$src/tree"
-git -C "$src/tree" checkout -q --detach "${from%-*}"
-"$src/tree/packaging/build" --out "$src/debs" >"$src/build.log" 2>&1 || fail "building the packages of ${from%-*} failed: $(tail -n 30 "$src/build.log")"
+git -C "$src/tree" checkout -q --detach "$from"
+"$src/tree/packaging/build" --out "$src/debs" >"$src/build.log" 2>&1 || fail "building the packages of $from failed: $(tail -n 30 "$src/build.log")"
+rm -rf "$out.new"
 mkdir -p "$out.new"
 cp "$src"/debs/*.deb "$out.new/"
 rm -rf "$out"

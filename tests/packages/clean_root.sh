@@ -11,8 +11,13 @@
 #   upgrade_from_debs             where package.build_upgrade_from keeps the earlier packages
 
 codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
-cdir=/tmp/safe-installed-cluster
+# The cluster's directory is named after the test: `safe-cluster pids` and `down` find a
+# cluster's processes by it in the host's /proc, where every root's processes are.
+cdir=/tmp/safe-installed-$(basename "$0" .sh)
 harness=/tmp/harness/cluster/safe-cluster
+# apt-get in the root: never asks (a conffile the admin changed stays), and never removes a
+# package to install another (a test that would need that fails instead).
+apt_install=(apt-get install -y -qq --no-remove -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
 
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"; }
 in_cluster() { in_root bash -c ". $cdir/env && $1"; }
@@ -38,7 +43,7 @@ remove_clean_root() {
 
 make_clean_root() {
     command -v mmdebstrap >/dev/null || fail "mmdebstrap not found (apt-get install mmdebstrap)"
-    root=$(mktemp -d /var/tmp/safe-package-root.XXXXXX)
+    root=$(realpath "$(mktemp -d /var/tmp/safe-package-root.XXXXXX)")
     trap remove_clean_root EXIT
     local cache=/var/cache/safe/$codename-package-apt
     mmdebstrap --quiet --variant=apt "$codename" "$root" ${SAFE_DEBIAN_MIRROR:+"$SAFE_DEBIAN_MIRROR"}
@@ -68,7 +73,7 @@ install_debs() {
         cp "$dir/${deb}"_*.deb "$root$to/"
         debs_in_root+=("$to/$(basename "$dir/${deb}"_*.deb)")
     done
-    in_root apt-get install -y -qq "$@" "${debs_in_root[@]}" >>"$root/tmp/apt.log" 2>&1 ||
+    in_root "${apt_install[@]}" "$@" "${debs_in_root[@]}" >>"$root/tmp/apt.log" 2>&1 ||
         fail "apt-get install ${*:+$* }of the packages in $dir failed: $(tail -n 20 "$root/tmp/apt.log")"
 }
 install_debs_calls=0
@@ -78,7 +83,7 @@ install_debs_calls=0
 # sample config are copied in. The cluster's ports are picked under the host's lock
 # (bind-mounted), so that no cluster of the host picks the same ones at once.
 clean_root_cluster_up() {
-    in_root apt-get install -y -qq slurmctld slurmd munge iproute2 procps curl jq sqlite3 >>"$root/tmp/apt.log" 2>&1 ||
+    in_root "${apt_install[@]}" slurmctld slurmd munge iproute2 procps curl jq sqlite3 >>"$root/tmp/apt.log" 2>&1 ||
         fail "apt-get install of Slurm's daemons in the root failed: $(tail -n 20 "$root/tmp/apt.log")"
     # /sys with the cgroup file system under it: Slurm 22.05's slurmd initializes its cgroup plugin.
     mount --rbind /dev "$root/dev"
@@ -97,10 +102,11 @@ clean_root_cluster_up() {
 
 # upgrade_from_debs: the directory of the packages of the commit package.upgrade upgrades from:
 # SAFE_UPGRADE_FROM, by default the last commit CI landed before `safectl doctor` (built once per
-# commit and Debian release: they never change).
+# commit, Debian release and Slurm version, the one their plugins are pinned to: they never change).
 upgrade_from_debs() {
-    local from
+    local from slurm
     from=$(git -C "$SAFE_SOURCE_DIR" rev-parse --verify -q "${SAFE_UPGRADE_FROM:-c2940c8}^{commit}") ||
         fail "SAFE_UPGRADE_FROM=${SAFE_UPGRADE_FROM:-c2940c8}: no such commit in $SAFE_SOURCE_DIR"
-    echo "/var/cache/safe/upgrade-from/$from-$codename"
+    slurm=$(dpkg-query -W -f='${Version}' libslurm-dev | tr -c 'A-Za-z0-9.+~\n-' '_')
+    echo "/var/cache/safe/upgrade-from/$from-$codename-slurm$slurm"
 }

@@ -68,8 +68,10 @@ pids=$(in_root "$harness" pids --dir "$cdir")
 for daemon in "/usr/sbin/safed --config /etc/safe/safe.yaml" "/usr/sbin/safe-kube-bridge --config /etc/safe/safe.yaml"; do
     grep -qE "^[0-9]+ $daemon\$" <<<"$pids" || fail "no '$daemon' (its unit's ExecStart) among the cluster's processes: $pids"
 done
-assert_eq /etc/safe/safe.yaml "$(in_cluster 'scontrol show config' | sed -n 's|^JobSubmitPlugins *= *safe$|/etc/safe/safe.yaml|p')" \
-    "job_submit/safe loaded by the installed slurmctld"
+# slurmctld loaded the installed job_submit plugin, from Slurm's plugin directory.
+ctld_pid=$(awk '$2 ~ /(^|\/)slurmctld$/ { print $1 }' <<<"$pids")
+plugin=$(in_root dpkg -L safe-slurm-plugins | grep '/job_submit_safe.so$')
+grep -q "$plugin\$" "/proc/$ctld_pid/maps" || fail "slurmctld (pid '$ctld_pid') has not loaded $plugin"
 printf '#!/bin/bash\nwhile :; do echo "run ${SLURM_RESTART_COUNT:-0} on $SLURMD_NODENAME"; sleep 1; done\n' >"$root/tmp/job.sh"
 chmod 0755 "$root/tmp/job.sh"
 job=$(in_cluster "sbatch --parsable -N1 --safe-retries=1 -o /tmp/job.out /tmp/job.sh") || fail "sbatch --safe-retries in the root: $job"
@@ -92,7 +94,7 @@ enabled=$(find "$root/etc/systemd/system" -name 'safe*' 2>/dev/null | sed "s|^$r
 
 # The admin's safe.yaml: kept over a reinstall and a remove, gone with a purge.
 echo "# changed by the admin" >>"$root/etc/safe/safe.yaml"
-in_root apt-get install -y -qq --reinstall "$(printf '%s\n' "${debs_in_root[@]}" | grep /safe-common_)" >>"$root/tmp/apt.log" 2>&1 || fail "reinstalling safe-common failed"
+in_root "${apt_install[@]}" --reinstall "$(printf '%s\n' "${debs_in_root[@]}" | grep /safe-common_)" >>"$root/tmp/apt.log" 2>&1 || fail "reinstalling safe-common failed"
 grep -q '^# changed by the admin$' "$root/etc/safe/safe.yaml" || fail "a reinstall of safe-common replaced the admin's safe.yaml"
 lines_before=$(wc -l <"$root/tmp/job.out")
 # The plugstack line an admin would have left in: the plugins' prerm warns of it.
