@@ -30,6 +30,7 @@
 #include "controller/safed/failover_planner.hpp"
 #include "controller/safed/job_files.hpp"
 #include "controller/safed/leadership.hpp"
+#include "controller/safed/slurm_outage.hpp"
 #include "controller/safed/slurmd_prober.hpp"
 #include "controller/safed/state_store.hpp"
 #include "controller/safed/status_report.hpp"
@@ -156,7 +157,7 @@ class Safed {
   std::size_t main_beat_ = 0, probe_beat_ = 0, leadership_beat_ = 0;
   std::mutex mutex_;       // guards planner_, detector_, health_, store_, and every libslurm call
   std::mutex read_mutex_;  // read_store_'s one connection, shared by the API's workers
-  int failures_ = 0;       // Slurm reads failed in a row
+  SlurmOutage outage_;     // Slurm reads failed in a row, and what of them was logged
   // When each chore last ran, in steady_s() seconds; nullopt: not yet.
   std::optional<long long> licenses_at_, pruned_at_, shape_at_, credential_at_;
   ClockStepWatch clock_watch_;
@@ -349,7 +350,7 @@ bool Safed::act_on_role() {
     planner_ = make_planner(planner_->config());
     acting_token_ = token;
     acting_ = true;
-    failures_ = 0;  // Slurm's errors as a standby saw them are no reason to resign at once
+    outage_.reset();  // Slurm's errors as a standby saw them are no reason to resign at once
     health_.role = "active";
     if (token != logged_token_)
       log_line(LogPriority::notice, "safed: active: the state store holds the journal up to entry " + std::to_string(store_.journal_seq()) +
@@ -357,12 +358,12 @@ bool Safed::act_on_role() {
     logged_token_ = token;
   }
   health_.journal_position = store_.journal_seq();
-  announce_slurm(failures_ == 0);
+  announce_slurm(outage_.failures() == 0);
   // Cut off from slurmctld but not from etcd, it would hold the role and do nothing: it hands it
   // to an instance that reaches Slurm. A Slurm down for all resigns no one.
-  if (failures_ >= 3) {
+  if (outage_.failures() >= 3) {
     if (auto other = other_reaching_slurm()) {
-      std::string why = "resigned: Slurm unreachable for " + std::to_string(failures_) + " passes (" +
+      std::string why = "resigned: Slurm unreachable for " + std::to_string(outage_.failures()) + " passes (" +
                         health_.slurm_error + "), while the safed at " + *other + " reaches it";
       {
         std::lock_guard leader_lock(leader_mutex_);
@@ -536,16 +537,14 @@ void Safed::reconcile_pass() {
   if (!nodes || !jobs) {
     // Wait, with growing pauses (wait_for_next_pass), until both lists load.
     const std::string& error = jobs.error();
-    if (failures_ == 0 || health_.slurm_error != error)
+    if (outage_.failed(error))
       log_line(LogPriority::warning, "safed: " + error + "; retrying (no action until Slurm answers)");
     health_.slurm_ok = false;
     health_.slurm_error = error;
-    ++failures_;
     for (const auto& line : planner_->take_log()) log_line(LogPriority::notice, line);
     return;
   }
-  if (failures_) log_line(LogPriority::notice, "safed: Slurm reachable again");
-  failures_ = 0;
+  if (outage_.ended()) log_line(LogPriority::notice, "safed: Slurm reachable again");
   health_.slurm_ok = true;
   health_.slurm_error.clear();
   long long now = now_s();
@@ -662,7 +661,7 @@ void Safed::wait_for_next_pass() {
   // Slurm unreachable: pause a little longer each time, up to 5 s. A failed call has already
   // waited inside libslurm (about MessageTimeout, which it spends retrying the connect), so a
   // longer pause only delays the catch-up once slurmctld is back.
-  if (failures_) delay_ms = std::min(5000, delay_ms << std::min(failures_, 3));
+  if (outage_.failures()) delay_ms = std::min(5000, delay_ms << std::min(outage_.failures(), 3));
   next_pass_ += std::chrono::milliseconds(delay_ms);
   auto now = std::chrono::steady_clock::now();
   if (next_pass_ < now) next_pass_ = now;

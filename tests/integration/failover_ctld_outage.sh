@@ -2,7 +2,7 @@
 # failover_ctld_outage.sh: on a cluster of its own (safe-cluster up --netns, 4 nodes), slurmctld
 # is killed under a running 2-node trainer job and stays down for 60 s, and one of the job's
 # nodes dies during the outage.
-#  - safed logs the outage once (not once per pass) and acts on nothing while Slurm does not
+#  - safed logs the outage's errors once each (not once per pass) and acts on nothing while Slurm does not
 #    answer: no DOWN, no requeue, no restart from what it cannot see.
 #  - Once slurmctld is back, safed catches up: its probes find the dead slurmd, the job is
 #    classified node_fault and runs again on healthy nodes, requeued once, its history complete.
@@ -26,9 +26,12 @@ lines_before=$(wc -l <"$log")
 "$SAFE_CLUSTER_BIN" kill-node --dir "$dir" --node "$dead" >/dev/null 2>&1
 sleep $((60 - ($(now_ms) - t_kill) / 1000))  # the outage's length, not a wait for a condition
 
-during=$(tail -n +"$((lines_before + 1))" "$log")
+# The only lines allowed meanwhile: the outage's, each error once (a pass that ran as slurmctld
+# died may have logged a timeout, the later ones find the port closed).
+during=$(tail -n +"$((lines_before + 1))" "$log" | grep -vF "$outage_line" || true)
 [[ -z $during ]] || fail "safed logged or acted while slurmctld was down:"$'\n'"$during"
-assert_eq 1 "$(grep -cF "$outage_line" "$log")" "outage lines in safed's log"
+outage_errors=$(grep -F "$outage_line" "$log" | cut -d' ' -f2-)
+[[ -z $(sort <<<"$outage_errors" | uniq -d) ]] || fail "safed logged an outage error more than once:"$'\n'"$outage_errors"
 
 t_back=$(now_ms)
 "$SAFE_CLUSTER_BIN" ctld-start --dir "$dir" >/dev/null 2>&1

@@ -1,0 +1,29 @@
+// What safed logs while it cannot read Slurm. One outage shows several errors: a pass that runs
+// as slurmctld dies times out or reads zero bytes, the next ones find the port closed, and under
+// a partition two errors may alternate pass after pass. So an outage is logged when it begins
+// and again only for an error not yet logged in this outage; its end is logged once.
+#pragma once
+
+#include <set>
+#include <string>
+
+namespace safe {
+
+class SlurmOutage {
+ public:
+  // A failed read of Slurm; true: log this error.
+  bool failed(const std::string& error);
+  // A successful read; true: an outage ended with it (log that).
+  bool ended();
+  // Failed reads in a row (0: Slurm answered last time).
+  int failures() const { return failures_; }
+  // Forget the reads so far without logging an end: a standby that becomes active judges Slurm
+  // from its own passes.
+  void reset();
+
+ private:
+  int failures_ = 0;
+  std::set<std::string> logged_;  // this outage's errors
+};
+
+}  // namespace safe
