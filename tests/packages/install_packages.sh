@@ -99,10 +99,14 @@ grep -q '^# changed by the admin$' "$root/etc/safe/safe.yaml" || fail "a reinsta
 lines_before=$(wc -l <"$root/tmp/job.out")
 # The plugstack line an admin would have left in: the plugins' prerm warns of it.
 cp "$root/tmp/fragments/plugstack-safe.conf" "$root/etc/slurm/plugstack.conf.d/safe.conf"
+# ...and one that only mentions them in a comment: no warning for that one.
+sed 's/^/# /' "$root/tmp/fragments/plugstack-safe.conf" >"$root/etc/slurm/plugstack.conf.d/old-safe.conf"
 in_root apt-get remove -y -qq safe-common safe-slurm-plugins safe-node safed safe-kube-bridge safectl >"$root/tmp/remove.log" 2>&1 ||
     fail "apt-get remove failed: $(tail -n 20 "$root/tmp/remove.log")"
 assert_contains "$(cat "$root/tmp/remove.log")" "safe-slurm-plugins: warning: /etc/slurm/plugstack.conf.d/safe.conf still names spank_safe.so" \
     "apt-get remove's output"
+[[ $(cat "$root/tmp/remove.log") != *old-safe.conf* ]] || fail "the prerm warned of a plugstack file that only has the plugin in a comment"
+rm "$root/etc/slurm/plugstack.conf.d/old-safe.conf"
 # The job is not touched: still running, not requeued, still writing.
 assert_eq "RUNNING 1" "$(job_state JobState) $(job_state Restarts)" "job $job after apt-get remove"
 wait_for "(( \$(wc -l <$root/tmp/job.out) > $lines_before + 2 ))" 10 "cat $root/tmp/job.out"
