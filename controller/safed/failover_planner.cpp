@@ -7,19 +7,36 @@
 
 namespace safe {
 
+namespace {
+
+// When a failover took its slot of the rate limit (it leaves `waiting` only with one), or 0 if it
+// never did. Only a requeue or a checkpoint signal records a time; a failover still in
+// `requeueing` without either (Slurm refused the requeue, or it waits for silent nodes) took its
+// slot no earlier than its backoff ended.
+long long rate_limit_slot_time(const FailoverRecord& f) {
+  if (f.phase == FailoverPhase::waiting || f.phase == FailoverPhase::refused) return 0;
+  if (f.requeue_time) return f.requeue_time;
+  if (f.signal_time) return f.signal_time;
+  return f.phase == FailoverPhase::done ? 0 : std::max(f.fault_time, f.not_before);
+}
+
+}  // namespace
+
 FailoverPlanner::FailoverPlanner(SafeConfig config, SlurmActions& slurm, StateStore& store, JobFiles& files,
                                  OutputPatternDialect dialect)
     : config_(std::move(config)), slurm_(slurm), dialect_(dialect), store_(store), files_(files),
       limiter_(config_.failover.rate_limit_per_minute) {
+  // A failed pass or a restart makes a new planner: the failovers still open keep their slots of
+  // the rate limit too (counting only finished ones let a flood have the minute's limit twice).
   for (const auto& f : store_.all_failovers()) {
+    if (long long slot = rate_limit_slot_time(f)) {
+      TrackedJob owner;
+      if (auto j = store_.job(f.key())) owner.record = *j;
+      limiter_.record(slot, tenant_of(owner), f.failure_class == to_string(FailureClass::node_fault));
+    }
     if (f.phase != FailoverPhase::done && f.phase != FailoverPhase::refused) open_[{f.key(), f.attempt}] = f;
     if (f.phase == FailoverPhase::done) {
       ++counters_.failovers_by_class[f.failure_class];
-      if (f.requeue_time) {
-        TrackedJob owner;
-        if (auto j = store_.job(f.key())) owner.record = *j;
-        limiter_.record(f.requeue_time, tenant_of(owner), f.failure_class == to_string(FailureClass::node_fault));
-      }
       if (f.running_again_time) {
         double lost = static_cast<double>(f.running_again_time - f.fault_time);
         counters_.mttr_samples.push_back(lost);

@@ -41,7 +41,9 @@ wait_passes 5  # the passes in which deferred failovers could have gone past the
 n=$(restarted)
 elapsed=$(($(date +%s) - t0))
 ((elapsed < 60)) || fail "the check came too late (${elapsed}s) to tell the first minute's limit"
-((n <= 10)) || fail "$n jobs requeued within ${elapsed}s; the limit is 10 per minute"
+((n <= 10)) || fail "$n jobs requeued within ${elapsed}s; the limit is 10 per minute" \
+    "(safed's requeues: $(grep -c ': requeue$' "$dir/log/safed.out"); its failed passes and restarts:" \
+    "$(grep -E 'reconcile pass failed|safed: started|active:' "$dir/log/safed.out" | head -5))"
 ((n >= 5)) || fail "only $n jobs requeued within ${elapsed}s; expected up to 10"
 used=$(safectl status --json | jq '.controller.failovers_last_minute')
 ((used <= 10)) || fail "safed reports $used failovers in the last minute"

@@ -646,6 +646,28 @@ TEST_F(PlannerTest, RateLimitSpreadsAFloodOfFailovers) {
   EXPECT_EQ(5, slurm.count("requeue"));
 }
 
+// A failed pass or a restart of safed makes a new planner from the state store: the failovers
+// still open (requeued, not yet running again) keep their slots of the limit. (The new planner
+// counted only finished ones, and a flood got a second full minute's worth at once in CI.)
+TEST_F(PlannerTest, ANewPlannerKeepsTheOpenFailoversSlotsOfTheRateLimit) {
+  config.failover.rate_limit_per_minute = 3;
+  planner->set_config(config);
+  for (std::uint32_t id = 1; id <= 6; ++id) add_job(id, "n[1-2]", "safe: retries=0/3 health=standard sig=USR1 hang=0 gpus=2");
+  pass();
+  for (std::uint32_t id = 1; id <= 6; ++id) end_job(id, SlurmJobState::failed, 75);
+  for (int i = 0; i < 5 && slurm.count("requeue") < 3; ++i) {
+    ++now;
+    pass();
+  }
+  ASSERT_EQ(3, slurm.count("requeue"));
+  make_planner();  // before a pass has seen the requeued jobs: their failovers are open
+  run_for(5);
+  EXPECT_EQ(3, slurm.count("requeue")) << "the minute's 3 slots are still taken";
+  EXPECT_EQ(3, planner->rate_limit_used(now));
+  run_for(60);
+  EXPECT_EQ(6, slurm.count("requeue"));
+}
+
 TEST_F(PlannerTest, BackoffDelaysARepeatedFailover) {
   fail_over_once_and_run_again();
   end_job(7, SlurmJobState::failed, 75);
