@@ -33,20 +33,36 @@ t0=$(date +%s)
 for _ in $(seq 1 50); do
     sbatch --parsable -N1 --safe-retries=1 -o /dev/null --wrap 'exit 75' >/dev/null
 done
-restarted() { squeue -h -t all -o '%i' | while read -r j; do job_field "$j" Restarts; done | grep -c '^1$' || true; }
+restarted_jobs() {
+    squeue -h -t all -o '%i' | while read -r j; do if [[ $(job_field "$j" Restarts) == 1 ]]; then echo "$j"; fi; done
+}
 # Every job has failed once and safed has seen it once the deferrals are counted.
 wait_for "curl -sf \$SAFE_CONTROLLER_URL/metrics | grep -Eq '^safe_failovers_deferred_total.reason=\"rate_limit\". [1-9]'" 40 \
     "curl -s $SAFE_CONTROLLER_URL/metrics | grep safe_failovers; tail $dir/log/safed.out"
 wait_passes 5  # the passes in which deferred failovers could have gone past the limit
-n=$(restarted)
+restarted=$(restarted_jobs)
 elapsed=$(($(date +%s) - t0))
 ((elapsed < 60)) || fail "the check came too late (${elapsed}s) to tell the first minute's limit"
-((n <= 10)) || fail "$n jobs requeued within ${elapsed}s; the limit is 10 per minute" \
+# The flood's exit codes are job-caused failovers: root's share, the whole limit while it is the
+# only tenant asking. A job that failed on a node that had a fault (a prolog refusal on a loaded
+# machine) is a node fault, with a budget of its own; any such, and any job Slurm requeued itself,
+# is named, not counted against root.
+n=0 others=()
+for j in $restarted; do
+    if grep -q "job $j attempt 1: infra_transient" "$dir/log/safed.out"; then
+        n=$((n + 1))
+    else
+        others+=("$(grep -m1 "job $j attempt 1:" "$dir/log/safed.out" || echo "job $j: restarted without a failover of safed's")")
+    fi
+done
+((n <= 10)) || fail "$n of the flood's job-caused failovers within ${elapsed}s; the limit is 10 per minute" \
     "(safed's requeues: $(grep -c ': requeue$' "$dir/log/safed.out"); its failed passes and restarts:" \
     "$(grep -E 'reconcile pass failed|safed: started|active:' "$dir/log/safed.out" | head -5))"
-((n >= 5)) || fail "only $n jobs requeued within ${elapsed}s; expected up to 10"
+((n >= 5)) || fail "only $n of the flood's job-caused failovers within ${elapsed}s; expected up to 10"
+((${#others[@]} <= 10)) || fail "more than 10 node-fault failovers in the first minute: ${others[*]}"
+((${#others[@]} == 0)) || echo "note: restarted, not as the flood's job-caused failovers: ${others[*]}" >&2
 used=$(safectl status --json | jq '.controller.failovers_last_minute')
-((used <= 10)) || fail "safed reports $used failovers in the last minute"
+((used <= 10 + ${#others[@]})) || fail "safed reports $used failovers in the last minute"
 
 # Another tenant's job (safe-member, workspace ml) on a node whose GPU then fails: its failover
 # is not queued behind the ~40 deferred ones of the flood.
@@ -59,7 +75,7 @@ wait_for "[[ \$(sinfo -h -n $node -o %T) == drain* ]]" 20 "sinfo -N -o '%N %T %E
 drained=$(date +%s)
 wait_for "[[ \$(job_field $victim Restarts) == 1 ]]" 20 \
     "scontrol show job $victim; grep 'job $victim' $dir/log/safed.out | tail -5"
-pending=$((50 - $(restarted)))
+pending=$((50 - $(restarted_jobs | wc -l)))
 ((pending > 0)) || fail "the flood was over before the node fault; the test shows nothing"
 grep -q "job $victim: failover deferred" "$dir/log/safed.out" && fail "the node fault's failover was deferred"
 victim_s=$(($(date +%s) - drained))
