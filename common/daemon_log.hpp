@@ -14,6 +14,12 @@ namespace safe {
 
 enum class LogPriority { error = 3, warning = 4, notice = 5, info = 6 };
 
+// A line a part of a daemon kept for the daemon to write (safed's planner logs under its lock).
+struct LogEntry {
+  LogPriority priority;
+  std::string text;
+};
+
 // One line's text, newline included: "<4>LINE\n" for the journal, "2026-12-03T16:11:42 LINE\n"
 // elsewhere. Newlines inside LINE become spaces: each journal record is one line.
 std::string format_log_line(LogPriority priority, std::string_view line, bool journal, std::time_t now);

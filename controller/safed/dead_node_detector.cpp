@@ -47,15 +47,18 @@ void DeadNodeDetector::apply(const std::vector<ProbeResult>& results, const Fail
     switch (judge_liveness(s, *node, policy)) {
       case LivenessAction::none: break;
       case LivenessAction::restarting:
-        log_.push_back("safed: node " + name + ": slurmd " + s.address +
-                       " refuses connections: not running (restarting, which waits for the prologs and epilogs it "
-                       "runs, or stopped); its jobs run on without it. Set DOWN if it does not serve again within " +
-                       std::to_string(policy.restart_grace_ms / 1000) + " s (controller.slurmd_probe.restart_grace_s)");
+        log_.push_back({LogPriority::warning,
+                        "safed: node " + name + ": slurmd " + s.address +
+                            " refuses connections: not running (restarting, which waits for the prologs and epilogs it "
+                            "runs, or stopped); its jobs run on without it. Set DOWN if it does not serve again within " +
+                            std::to_string(policy.restart_grace_ms / 1000) +
+                            " s (controller.slurmd_probe.restart_grace_s)"});
         break;
       case LivenessAction::set_down: {
         std::string err = slurm_.down_node(name, reason).error();
         store_.log_action({now_s, {}, name, "node down", err.empty() ? reason : reason + ": " + err, err.empty()});
-        log_.push_back("safed: node " + name + ": set DOWN (" + reason + ")" + (err.empty() ? "" : " FAILED: " + err));
+        log_.push_back({err.empty() ? LogPriority::notice : LogPriority::warning,
+                        "safed: node " + name + ": set DOWN (" + reason + ")" + (err.empty() ? "" : " FAILED: " + err)});
         downed_ += err.empty() ? 1 : 0;
         break;
       }
@@ -63,7 +66,8 @@ void DeadNodeDetector::apply(const std::vector<ProbeResult>& results, const Fail
         std::string err = slurm_.resume_node(name).error();
         std::string detail = "slurmd " + s.address + " answers again (" + std::to_string(s.successes) + " probes)";
         store_.log_action({now_s, {}, name, "node resumed", err.empty() ? detail : detail + ": " + err, err.empty()});
-        log_.push_back("safed: node " + name + ": resumed, " + detail + (err.empty() ? "" : " FAILED: " + err));
+        log_.push_back({err.empty() ? LogPriority::notice : LogPriority::warning,
+                        "safed: node " + name + ": resumed, " + detail + (err.empty() ? "" : " FAILED: " + err)});
         resumed_ += err.empty() ? 1 : 0;
         break;
       }
@@ -78,6 +82,6 @@ std::unordered_set<std::string> DeadNodeDetector::unanswered() const {
   return out;
 }
 
-std::vector<std::string> DeadNodeDetector::take_log() { return std::exchange(log_, {}); }
+std::vector<LogEntry> DeadNodeDetector::take_log() { return std::exchange(log_, {}); }
 
 }  // namespace safe

@@ -39,7 +39,7 @@ class DeadNodeDetector {
   std::unordered_set<std::string> unanswered() const;
   long long downed() const { return downed_; }    // successful DOWNs so far
   long long resumed() const { return resumed_; }  // successful resumes so far
-  std::vector<std::string> take_log();
+  std::vector<LogEntry> take_log();
 
  private:
   SlurmActions& slurm_;
@@ -48,7 +48,7 @@ class DeadNodeDetector {
   // job -> (host list, expanded): expanded again only when a job's nodes change
   std::unordered_map<std::uint32_t, std::pair<std::string, std::vector<std::string>>> job_nodes_;
   std::unordered_set<std::string> busy_;  // the nodes of job_nodes_
-  std::vector<std::string> log_;
+  std::vector<LogEntry> log_;
   LivenessPolicy policy_;  // of the last round
   long long downed_ = 0, resumed_ = 0;
 };

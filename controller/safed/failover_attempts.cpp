@@ -46,7 +46,8 @@ std::optional<std::vector<NodeFault>> FailoverPlanner::faults_during(TrackedJob&
   }
   auto evidence = files_.epilog_evidence(job.id, names, from, t.ended_seen ? t.ended_seen : now);
   if (evidence.is_pending()) return std::nullopt;
-  if (!evidence.is_known()) log("safed: job " + std::to_string(job.id) + ": epilog evidence unreadable: " + evidence.why);
+  if (!evidence.is_known())
+    log("safed: job " + std::to_string(job.id) + ": epilog evidence unreadable: " + evidence.why, LogPriority::warning);
   for (auto& e : evidence.value) out.push_back(std::move(e));
   return out;
 }

@@ -163,7 +163,7 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
                                          credential_wait_s(), now);
         if (s.kind == FailoverStep::Kind::wait) return;
         if (s.kind == FailoverStep::Kind::requeue_lost) {
-          log("safed: job " + id + ": " + lost_requeue_text(job));
+          log("safed: job " + id + ": " + lost_requeue_text(job), LogPriority::warning);
           f.phase = FailoverPhase::requeueing;
           store_.put_failover(f);
           break;

@@ -37,7 +37,8 @@ void FailoverPlanner::observe_nodes(const std::vector<SlurmNode>& nodes, long lo
     if (step.restore_quarantine) {
       // Someone replaced our reason (e.g. the health checker drained it again).
       Status restored = slurm_.drain_node(n.name, q->second.reason);
-      if (!restored) log("safed: node " + n.name + ": cannot restore its quarantine: " + restored.error());
+      if (!restored)
+        log("safed: node " + n.name + ": cannot restore its quarantine: " + restored.error(), LogPriority::warning);
     }
     if (step.end_quarantine) {
       store_.release_quarantine(n.name, now);

@@ -52,9 +52,9 @@ void FailoverPlanner::set_config(SafeConfig config) {
   limiter_.set_limit(config_.failover.rate_limit_per_minute);
 }
 
-std::vector<std::string> FailoverPlanner::take_log() { return std::exchange(log_, {}); }
+std::vector<LogEntry> FailoverPlanner::take_log() { return std::exchange(log_, {}); }
 
-void FailoverPlanner::log(std::string line) { log_.push_back(std::move(line)); }
+void FailoverPlanner::log(std::string line, LogPriority priority) { log_.push_back({priority, std::move(line)}); }
 
 void FailoverPlanner::checkpoint_store() {
   store_.commit();
@@ -65,7 +65,8 @@ void FailoverPlanner::log_action(long long now, const JobKey& job, const std::st
                                  const std::string& detail, bool ok) {
   store_.log_action({now, job, node, action, detail, ok});
   std::string who = job.id ? "job " + std::to_string(job.id) : "node " + node;
-  log("safed: " + who + ": " + action + (ok ? "" : " FAILED") + (detail.empty() ? "" : ": " + detail));
+  log("safed: " + who + ": " + action + (ok ? "" : " FAILED") + (detail.empty() ? "" : ": " + detail),
+      ok ? LogPriority::notice : LogPriority::warning);
 }
 
 // Who a failover's share of the rate limit is charged to: the job's workspace, else its user.
@@ -126,7 +127,8 @@ void FailoverPlanner::reconcile(const std::vector<SlurmJob>& jobs, const std::ve
       }
       it->second.phase = FailoverPhase::refused;
       store_.put_failover(it->second);
-      log("safed: job " + std::to_string(it->first.first.id) + " left Slurm during its failover; given up");
+      log("safed: job " + std::to_string(it->first.first.id) + " left Slurm during its failover; given up",
+          LogPriority::warning);
       it = open_.erase(it);
     }
     for (auto it = jobs_.begin(); it != jobs_.end();) {
@@ -307,7 +309,7 @@ void FailoverPlanner::keep_restart(TrackedJob& t, const SlurmJob& job, long long
 void FailoverPlanner::reopen_failover(TrackedJob& t, const SlurmJob& job) {
   auto f = store_.failover(t.record.key(), t.requeued_attempt);
   if (!f) return;
-  log("safed: job " + std::to_string(job.id) + ": " + lost_requeue_text(job));
+  log("safed: job " + std::to_string(job.id) + ": " + lost_requeue_text(job), LogPriority::warning);
   f->phase = FailoverPhase::requeueing;
   store_.put_failover(*f);
   open_[{t.record.key(), f->attempt}] = *f;

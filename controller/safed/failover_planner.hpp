@@ -23,6 +23,7 @@
 
 #include "common/batch_output_path.hpp"
 #include "common/config.hpp"
+#include "common/daemon_log.hpp"
 #include "common/failure_classification.hpp"
 #include "common/job_metadata.hpp"
 #include "common/requeue_storm_guard.hpp"
@@ -131,7 +132,7 @@ class FailoverPlanner {
   const std::map<std::string, QuarantineRecord>& quarantined() const { return quarantined_; }
   int rate_limit_used(long long now) { return limiter_.used(now); }
   // Lines for the log since the last call.
-  std::vector<std::string> take_log();
+  std::vector<LogEntry> take_log();
   // The file a run of the job writes its output to, as slurmstepd names it ("" when none).
   std::string output_path(const SlurmJob& job) const;
 
@@ -206,7 +207,8 @@ class FailoverPlanner {
                   const std::string& detail, bool ok);
   std::string tenant_of(const TrackedJob& t) const;
   void checkpoint_store();  // commits what is decided so far, before an action with side effects
-  void log(std::string line);
+  // Notice: what safed did or found; warning: what it could not do, or a record it lost.
+  void log(std::string line, LogPriority priority = LogPriority::notice);
   // From a requeue until slurmd takes the job again on a node it left (a second past Slurm's
   // credential lifetime).
   long long credential_wait_s() const { return credential_lifetime_s_ + 1; }
@@ -230,7 +232,7 @@ class FailoverPlanner {
   std::size_t bad_node_count_ = 0;  // safe_drain + quarantined nodes in this pass
   long long pass_ = 0;
   PlannerCounters counters_;
-  std::vector<std::string> log_;
+  std::vector<LogEntry> log_;
   std::map<std::uint32_t, Deferral> last_deferral_;  // job -> last deferral logged
   std::function<std::string(std::uint32_t)> user_names_ = [](std::uint32_t uid) { return std::to_string(uid); };
   std::function<long long()> wall_ns_ = [] {

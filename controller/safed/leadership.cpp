@@ -38,21 +38,22 @@ void Leadership::tick(long long now_ms) {
   }
   Result<LeaderKey> key = store_.create_if_absent(key_, me_, lease_);
   if (!key) return store_error("cannot read or create the leader key " + key_, key.error());
-  if (erring_) log_.push_back("safed: etcd answers again");
+  if (erring_) log_.push_back({LogPriority::notice, "safed: etcd answers again"});
   erring_ = false;
   holder_ = key->holder;
   bool ours = key->lease == lease_;
   if (ours && !leader_) {
     leader_ = true;
     token_ = key->token;
-    log_.push_back("safed: active: holds " + key_ + " (fencing token " + std::to_string(token_) + ")");
+    log_.push_back({LogPriority::notice, "safed: active: holds " + key_ + " (fencing token " + std::to_string(token_) + ")"});
   } else if (!ours && leader_) {
     lose("the key " + key_ + " is held by " + key->holder);
   } else if (ours && key->token != token_) {
     // Deleted and created again under our lease (an administrator's etcdctl del): a new
     // leadership, whose writes must not pass for the old one's.
     token_ = key->token;
-    log_.push_back("safed: active: " + key_ + " created again (fencing token " + std::to_string(token_) + ")");
+    log_.push_back({LogPriority::warning,
+                    "safed: active: " + key_ + " created again (fencing token " + std::to_string(token_) + ")"});
   }
 }
 
@@ -76,14 +77,14 @@ void Leadership::announce(const std::string& key, const std::string& value) {
 void Leadership::lose(const std::string& why) {
   leader_ = false;
   token_ = 0;
-  log_.push_back("safed: standby: no longer active: " + why);
+  log_.push_back({LogPriority::warning, "safed: standby: no longer active: " + why});
 }
 
 void Leadership::store_error(const std::string& what, const std::string& error) {
-  if (!erring_) log_.push_back("safed: etcd: " + what + ": " + error);
+  if (!erring_) log_.push_back({LogPriority::warning, "safed: etcd: " + what + ": " + error});
   erring_ = true;
 }
 
-std::vector<std::string> Leadership::take_log() { return std::exchange(log_, {}); }
+std::vector<LogEntry> Leadership::take_log() { return std::exchange(log_, {}); }
 
 }  // namespace safe

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/daemon_log.hpp"
 #include "common/result.hpp"
 
 namespace safe {
@@ -66,7 +67,7 @@ class Leadership {
   // (at the next tick) whenever the value or the lease changes. The instances tell each other
   // what they see this way (safed: whether it reaches Slurm).
   void announce(const std::string& key, const std::string& value);
-  std::vector<std::string> take_log();
+  std::vector<LogEntry> take_log();
 
  private:
   void lose(const std::string& why);
@@ -85,7 +86,7 @@ class Leadership {
   std::string announce_key_, announce_value_;
   long long announced_lease_ = 0;  // the lease the announcement was last written under
   std::string announced_value_;
-  std::vector<std::string> log_;
+  std::vector<LogEntry> log_;
 };
 
 }  // namespace safe

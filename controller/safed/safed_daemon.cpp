@@ -230,7 +230,7 @@ ControllerData Safed::api_data() {
                               (health_.active_url.empty() ? std::string("an address etcd does not know yet")
                                                           : health_.active_url)});
         Status released = planner_->release_node(node, now_s());
-        for (const auto& line : planner_->take_log()) log_line(LogPriority::notice, line);
+        for (const auto& line : planner_->take_log()) log_line(line.priority, line.text);
         return released;
       },
   };
@@ -265,7 +265,7 @@ void Safed::probe_loop() {
       }
       planner_->set_unanswered_nodes(detector_.unanswered());
       planner_->note_probe_results(results, targets_pass);
-      for (const auto& line : detector_.take_log()) log_line(LogPriority::notice, line);
+      for (const auto& line : detector_.take_log()) log_line(line.priority, line.text);
       health_.probe_targets = targets.size();
       health_.probe_round_ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - round_start).count();
@@ -278,7 +278,7 @@ void Safed::probe_loop() {
 
 void Safed::leadership_loop() {
   auto log_all = [this] {
-    for (const auto& line : leadership_->take_log()) log_line(LogPriority::notice, line);
+    for (const auto& line : leadership_->take_log()) log_line(line.priority, line.text);
   };
   // Until the main loop and the probe thread have ended: the lease outlives the last action.
   while (!leadership_stop_) {
@@ -541,7 +541,7 @@ void Safed::reconcile_pass() {
       log_line(LogPriority::warning, "safed: " + error + "; retrying (no action until Slurm answers)");
     health_.slurm_ok = false;
     health_.slurm_error = error;
-    for (const auto& line : planner_->take_log()) log_line(LogPriority::notice, line);
+    for (const auto& line : planner_->take_log()) log_line(line.priority, line.text);
     return;
   }
   if (outage_.ended()) log_line(LogPriority::notice, "safed: Slurm reachable again");
@@ -580,7 +580,7 @@ void Safed::reconcile_pass() {
                (error.find("disk is full") != std::string::npos ? "; free space under " + settings_.state_dir : ""));
     pass_error_ = error;
     for (const auto& line : planner_->take_log())
-      if (failed_passes_ == 1) log_line(LogPriority::notice, line);
+      if (failed_passes_ == 1) log_line(line.priority, line.text);
     try {
       planner_ = make_planner(planner_->config());
     } catch (const std::exception& reload) {
@@ -592,7 +592,7 @@ void Safed::reconcile_pass() {
   if (due(licenses_at_, 10)) read_licenses();
   health_.last_pass = now;
   health_.last_pass_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  for (const auto& line : planner_->take_log()) log_line(LogPriority::notice, line);
+  for (const auto& line : planner_->take_log()) log_line(line.priority, line.text);
 }
 
 void Safed::publish_shape(long long now, const std::vector<SlurmNode>& nodes) {

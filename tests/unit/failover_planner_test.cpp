@@ -668,6 +668,26 @@ TEST_F(PlannerTest, ANewPlannerKeepsTheOpenFailoversSlotsOfTheRateLimit) {
   EXPECT_EQ(6, slurm.count("requeue"));
 }
 
+// What safed could not do goes to the journal as a warning (`journalctl -p warning -u safed`); what
+// it did, as a notice.
+TEST_F(PlannerTest, AnActionSlurmRefusesIsLoggedAsAWarning) {
+  add_job(7, "n[1-2]");
+  pass();
+  slurm.requeue_error = "Job is pending execution";
+  end_job(7, SlurmJobState::failed, 75);
+  run_for(2);
+  ASSERT_GE(slurm.count("requeue 7"), 1);
+  auto priority_of = [](const std::vector<LogEntry>& log, const std::string& text) {
+    for (const auto& line : log)
+      if (line.text.find(text) != std::string::npos) return std::optional<LogPriority>(line.priority);
+    return std::optional<LogPriority>();
+  };
+  EXPECT_EQ(LogPriority::warning, priority_of(planner->take_log(), "job 7: requeue FAILED: Job is pending execution"));
+  slurm.requeue_error.clear();
+  run_for(1);
+  EXPECT_EQ(LogPriority::notice, priority_of(planner->take_log(), "job 7: requeue"));
+}
+
 TEST_F(PlannerTest, BackoffDelaysARepeatedFailover) {
   fail_over_once_and_run_again();
   end_job(7, SlurmJobState::failed, 75);
@@ -786,7 +806,7 @@ class LostNodeTest : public PlannerTest {
   }
   bool logged(const std::string& text) {
     for (const auto& line : planner->take_log())
-      if (line.find(text) != std::string::npos) return true;
+      if (line.text.find(text) != std::string::npos) return true;
     return false;
   }
 };

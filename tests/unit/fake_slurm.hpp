@@ -29,6 +29,7 @@ class FakeSlurm : public SlurmClient, public SlurmNodeControl {
   std::vector<std::string> calls;
   bool reachable = true;             // false: every read fails, as when slurmctld does not answer
   bool crash_after_requeue = false;  // simulates safed dying right after Slurm requeued the job
+  std::string requeue_error;         // non-empty: slurmctld refuses every requeue with this error
   long long now = 1000;
   // Submissions: what was submitted, the next job id, and a policy standing in for
   // job_submit_safe (the reason it refuses a request, as Slurm's access denied; nullopt: accepted).
@@ -95,6 +96,7 @@ class FakeSlurm : public SlurmClient, public SlurmNodeControl {
     calls.push_back("requeue " + std::to_string(id));
     SlurmJob* j = job(id);
     if (!j) return Error{"Invalid job id specified"};
+    if (!requeue_error.empty()) return Error{requeue_error};
     j->state = SlurmJobState::pending;
     j->completing = false;
     j->restart_count++;

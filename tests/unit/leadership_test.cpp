@@ -151,7 +151,8 @@ TEST_F(LeadershipTest, ALeaderCutOffFromEtcdStopsBeforeItsLeaseExpiresThere) {
   EXPECT_LE(stopped, cut - 100 + policy.ttl_s * 1000 - policy.margin_ms + 100);
   auto log = a.take_log();
   ASSERT_FALSE(log.empty());
-  EXPECT_NE(std::string::npos, log.back().find("no longer active: its lease ran out unanswered"));
+  EXPECT_NE(std::string::npos, log.back().text.find("no longer active: its lease ran out unanswered"));
+  EXPECT_EQ(LogPriority::warning, log.back().priority);
   etcd.reachable = true;
   run(5000);
   EXPECT_TRUE(a.leading(now) != b.leading(now)) << "one of them leads again";
@@ -173,13 +174,18 @@ TEST_F(LeadershipTest, EtcdErrorsAreLoggedOnceAndRecoveryOnce) {
   run(5000);
   auto log = b.take_log();
   int errors = 0;
-  for (const auto& line : log) errors += line.find("safed: etcd: ") == 0;
+  for (const auto& line : log) {
+    if (line.text.find("safed: etcd: ") != 0) continue;
+    ++errors;
+    EXPECT_EQ(LogPriority::warning, line.priority);
+  }
   EXPECT_EQ(1, errors);
   etcd.reachable = true;
   run(1000);
   log = b.take_log();
   ASSERT_FALSE(log.empty());
-  EXPECT_EQ("safed: etcd answers again", log.front());
+  EXPECT_EQ("safed: etcd answers again", log.front().text);
+  EXPECT_EQ(LogPriority::notice, log.front().priority);
 }
 
 TEST_F(LeadershipTest, AKeyDeletedAndCreatedAgainIsANewLeadership) {

@@ -314,7 +314,9 @@ TEST(DeadNodeDetector, DownsTheDeadNodeOfARunningSafeJobAndResumesItWhenSlurmdIs
   EXPECT_TRUE(detector.unanswered().empty()) << "a restarting slurmd is not taken for a silent node";
   auto lines = detector.take_log();
   ASSERT_EQ(1u, lines.size());
-  EXPECT_NE(std::string::npos, lines[0].find("node n2: slurmd 10.0.0.2:6818 refuses connections: not running")) << lines[0];
+  EXPECT_NE(std::string::npos, lines[0].text.find("node n2: slurmd 10.0.0.2:6818 refuses connections: not running"))
+      << lines[0].text;
+  EXPECT_EQ(LogPriority::warning, lines[0].priority) << "a node's slurmd down wants an admin's look";
   round(ProbeOutcome::connected, 997'000);
   // The host dead (no answer).
   round(ProbeOutcome::timed_out, 1'001'000);
