@@ -23,7 +23,9 @@ class SlurmOutage {
 
  private:
   int failures_ = 0;
-  std::set<std::string> logged_;  // this outage's errors
+  // This outage's errors: Slurm's own texts ("cannot load jobs from slurmctld: " and
+  // slurm_strerror's fixed table), so a few at most, and emptied when the outage ends.
+  std::set<std::string> logged_;
 };
 
 }  // namespace safe
