@@ -39,6 +39,8 @@ PACKAGES=(
   libboost-program-options-dev libsqlite3-dev libmicrohttpd-dev libjwt-dev libssl-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev jq wrk procps iproute2 util-linux libfaketime shellcheck curl python3 openssl
+  # the Python helper for trainers (python/) installs with pip into a virtual environment, offline
+  python3-venv python3-setuptools python3-wheel
   # safed's leadership (controller.ha) is tested against a real etcd the test starts
   etcd-server
   # systemd-analyze checks the shipped units (systemd need not be PID 1)

@@ -8,17 +8,20 @@ admin_comment() {
 
 # trainer_test_on_fixture "$@": the start of a one-job trainer test on the shared fixture cluster
 # (its DIR the only argument): uses the cluster, makes $work with the trainer script
-# $work/job.sh, and at exit cancels $jobid (set it once submitted) and removes $work.
+# $work/job.sh, and at exit cancels $jobid (set it once submitted), clears the simulated fault of
+# GPU 0 on node $bad (set it before injecting one) and removes $work.
 trainer_test_on_fixture() {
     (($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
     use_cluster "$1"
     work=$(mktemp -d)
-    jobid=""
+    jobid="" bad=""
     trap 'end_trainer_test' EXIT
     write_trainer_script "$work/job.sh"
 }
 end_trainer_test() {
     [[ -z $jobid ]] || scancel "$jobid" 2>/dev/null || true
+    # The checker resumes its own drain once the GPU is clean again.
+    [[ -z $bad ]] || safectl inject --node "$bad" --gpu 0 --fault clear >/dev/null 2>&1 || true
     rm -rf "$work"
 }
 

@@ -9,19 +9,7 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=failover_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/failover_lib.sh"
 
-(($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
-use_cluster "$1"
-
-work=$(mktemp -d)
-jobid="" bad=""
-cleanup() {
-    [[ -z $jobid ]] || scancel "$jobid" 2>/dev/null || true
-    # The checker resumes its own drain once the GPU is clean again.
-    [[ -z $bad ]] || safectl inject --node "$bad" --gpu 0 --fault clear >/dev/null 2>&1 || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-write_trainer_script "$work/job.sh"
+trainer_test_on_fixture "$@"
 all_nodes_in_service 60
 
 # 20 steps/s, a checkpoint every 50 steps: the signal-driven checkpoint must beat the interval.
