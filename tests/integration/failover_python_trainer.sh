@@ -24,9 +24,10 @@ JOB
 chmod +x "$work/job.sh"
 all_nodes_in_service 60
 
-# 20 steps/s, a checkpoint every 50 steps: the one on the signal is its own.
+# 20 steps/s for 30 s, a checkpoint every 50 steps: the one on the signal is its own, long before
+# the end (on 25.11.7 in CI, 200 steps ran out before the drain reached safed).
 jobid=$(sbatch --parsable -N2 --gpus-per-node=1 --safe-retries=2 --safe-ckpt-dir="$work/ckpt" \
-    --safe-ckpt-signal=USR1@30 -o "$work/out" "$work/job.sh" --steps 200 --rate 20 --ckpt-every 50)
+    --safe-ckpt-signal=USR1@30 -o "$work/out" "$work/job.sh" --steps 600 --rate 20 --ckpt-every 50)
 wait_for "[[ \$(last_step_of_attempt $work/out 1) -ge 60 ]]" 30 "scontrol show job $jobid; cat $work/out"
 [[ -s $work/ckpt/.safe-heartbeat ]] || fail "heartbeat() left no $work/ckpt/.safe-heartbeat"
 bad=$(scontrol show hostnames "$(job_field "$jobid" NodeList)" | tail -n1)
@@ -48,6 +49,6 @@ assert_eq "$on_signal" "$(cat "$ckpt/state")" "the checkpoint's state"
 assert_eq "checkpoint=step-$on_signal-attempt-1" "$(cat "$work/ckpt/.safe-fence/job-$jobid.attempt-1")" "the fence"
 assert_contains "$out" "resumed from step $on_signal ($ckpt) attempt 2" "job output (resume())"
 assert_eq $((on_signal + 1)) "$(first_step_of_attempt "$work/out" 2)" "first step of attempt 2"
-assert_contains "$out" "done 200 steps attempt 2" "job output"
+assert_contains "$out" "done 600 steps attempt 2" "job output"
 [[ $(scontrol show hostnames "$(job_field "$jobid" NodeList)") != *"$bad"* ]] || fail "attempt 2 ran on the drained node $bad"
 echo "PASS: failover_python_trainer (checkpoint on the signal at step $on_signal, resumed from it on attempt 2)"
