@@ -52,7 +52,9 @@ release_packages() {
   local codename
   codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
   case $codename in
-    bookworm) PACKAGES+=(clang-14 libfuzzer-14-dev) ;;
+    # python3-torch (1.13): the real PyTorch job's test (integration.failover_torch_ddp), which CI
+    # runs on Debian 12 only
+    bookworm) PACKAGES+=(clang-14 libfuzzer-14-dev python3-torch) ;;
     trixie) PACKAGES+=(clang libfuzzer-19-dev libclang-rt-19-dev slurm-wlm-jwt-plugin) ;;
     *) die "this machine runs $(. /etc/os-release && echo "${PRETTY_NAME:-an unknown system}"); the project installs its packages on Debian 12 (bookworm) or 13 (trixie)" ;;
   esac
