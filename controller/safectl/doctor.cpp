@@ -108,6 +108,24 @@ void read_node(DoctorFacts& f, ProcessRunner& runner, const std::string& named) 
   }
 }
 
+// The nodes in service, and the health checker's files in this host's health.state_dir (listed by
+// find in a child, with a time limit: the directory may be on a hung network file system).
+void read_health_state(DoctorFacts& f, ProcessRunner& runner) {
+  ProcessResult nodes = runner.run({slurm_command("sinfo"), "-h", "-N", "-o", "%N %T"}, kCommandTimeout);
+  if (nodes.ok())
+    f.nodes_in_service = doctor::parse_nodes_in_service(nodes.out);
+  else
+    f.nodes_error = failure(nodes);
+  if (!f.config) return;
+  ProcessResult files = runner.run(
+      {"/usr/bin/find", f.config->health.state_dir, "-maxdepth", "1", "-name", "*.json", "-printf", "%f %T@\n"},
+      kCommandTimeout);
+  if (files.ok())
+    f.health_files = doctor::parse_health_files(files.out);
+  else
+    f.health_files_error = failure(files);
+}
+
 // Slurm's plugin_version of each SaFE plugin, from the first of the plugin directories that has it
 // (as Slurm searches PluginDir). Read from the file, never loaded (plugin_version_in_elf).
 void read_plugins(DoctorFacts& f, const std::string& dirs) {
@@ -321,6 +339,7 @@ int doctor(const std::vector<std::string>& args) {
   else if (f.controller && f.controller->count("PluginDir"))  // slurmctld's, and where packages put them here
     plugin_dirs = f.controller->at("PluginDir") + ":" + plugin_dirs;
   read_plugins(f, plugin_dirs);
+  read_health_state(f, runner);
   ask_safed(f, vm.count("url") ? vm["url"].as<std::string>() : default_controller_url(f.config_path));
   ask_bridge(f, vm.count("bridge") ? vm["bridge"].as<std::string>() : "");
   f.now = std::time(nullptr);

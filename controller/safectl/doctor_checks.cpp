@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
+#include <sstream>
 
 #include "common/admission.hpp"
 
@@ -194,6 +195,46 @@ Check health_check_check(const DoctorFacts& f, const std::map<std::string, std::
                                                 setting(c, "HealthCheckInterval") + ", node state " + states);
 }
 
+// Where safed runs, <health.state_dir> must be the directory every node's prolog and epilog write
+// their evidence into (docs/install.md). Each node's health checker rewrites <node>.json there on
+// every run: a fresh one of every node in service means this host sees what the nodes write.
+Check health_state_check(const DoctorFacts& f) {
+  const char* name = "health-state";
+  if (!f.config) return check(name, Verdict::skip, "safe.yaml on this host is not valid");
+  if (!f.nodes_in_service) return check(name, Verdict::skip, "Slurm's nodes could not be listed: " + f.nodes_error);
+  const std::string& dir = f.config->health.state_dir;
+  std::vector<std::string> others;
+  for (const auto& n : *f.nodes_in_service)
+    if (n != f.node_name) others.push_back(n);
+  if (others.empty()) return check(name, Verdict::ok, "no other node in service to share " + dir + " with");
+  // A run every HealthCheckInterval; at least 5 minutes, for a node between runs of the agent.
+  long long interval = f.controller ? std::atoll(setting(*f.controller, "HealthCheckInterval").c_str()) : 0;
+  long long fresh_after = f.now - std::max(300LL, 3 * interval);
+  std::vector<std::string> missing;
+  for (const auto& n : others) {
+    bool fresh = false;
+    if (f.health_files) {
+      auto it = f.health_files->find(n);
+      fresh = it != f.health_files->end() && it->second >= fresh_after;
+    }
+    if (!fresh) missing.push_back(n);
+  }
+  if (missing.empty())
+    return check(name, Verdict::ok,
+                 "this host sees the health state of all " + std::to_string(others.size()) +
+                     (f.node_name.empty() ? "" : " other") + " nodes in " + dir);
+  std::string list;
+  for (std::size_t i = 0; i < missing.size() && i < 3; ++i) list += (i ? ", " : "") + missing[i];
+  if (missing.size() > 3) list += ", ...";
+  std::string seen = f.health_files ? std::to_string(others.size() - missing.size()) + " of " +
+                                          std::to_string(others.size()) + (f.node_name.empty() ? "" : " other") +
+                                          " nodes have fresh health state in " + dir + " here (not " + list + ")"
+                                    : dir + " cannot be listed here: " + f.health_files_error;
+  return check(name, Verdict::warn, seen,
+               "where safed runs, health.state_dir must be the directory every node writes (a shared file system), "
+               "or safed misses the prolog's and epilog's evidence (docs/install.md)");
+}
+
 Check scheduler_check(const std::map<std::string, std::string>& c) {
   std::string params = setting(c, "SchedulerParameters");
   for (const auto& p : split(params, ','))
@@ -364,6 +405,7 @@ std::vector<Check> diagnose(const DoctorFacts& f) {
     for (const char* name : {"health-check", "prolog", "epilog", "scheduler-parameters"})
       checks.push_back(check(name, Verdict::skip, no_ctld));
   }
+  checks.push_back(health_state_check(f));
   checks.push_back(versions_check(f));
   checks.push_back(node_check(f));
   checks.push_back(safed_check(f));
@@ -384,6 +426,29 @@ std::vector<std::string> programs_of(const std::map<std::string, std::string>& c
     if (it == config.end()) return programs;
     for (const auto& p : split(it->second, ',')) programs.push_back(p);
   }
+}
+
+std::map<std::string, long long> parse_health_files(std::string_view text) {
+  std::map<std::string, long long> out;
+  std::istringstream in{std::string(text)};
+  std::string file, mtime;
+  while (in >> file >> mtime) {
+    const std::string suffix = ".json";
+    if (file.size() <= suffix.size() || file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    out[file.substr(0, file.size() - suffix.size())] = std::atoll(mtime.c_str());
+  }
+  return out;
+}
+
+std::vector<std::string> parse_nodes_in_service(std::string_view text) {
+  std::vector<std::string> out;
+  std::istringstream in{std::string(text)};
+  std::string node, state;
+  while (in >> node >> state) {
+    bool down = state.rfind("down", 0) == 0 || state.rfind("fail", 0) == 0 || state.back() == '*';
+    if (!down && std::find(out.begin(), out.end(), node) == out.end()) out.push_back(node);
+  }
+  return out;
 }
 
 std::map<std::string, std::string> parse_scontrol_config(std::string_view text) {

@@ -92,6 +92,13 @@ struct DoctorFacts {
   SafedAnswer safed;
   BridgeAnswer bridge;
   int max_clock_skew_s = 5;
+  // The nodes Slurm has in service (not down, responding), and the health checker's history
+  // files as this host sees them: <health.state_dir>/<node>.json -> modification time. safed
+  // reads the prolog's and epilog's evidence from the same directory on its own host.
+  std::optional<std::vector<std::string>> nodes_in_service;
+  std::string nodes_error;
+  std::optional<std::map<std::string, long long>> health_files;
+  std::string health_files_error;
 };
 
 std::vector<Check> diagnose(const DoctorFacts& facts);
@@ -106,6 +113,10 @@ std::vector<std::string> programs_of(const std::map<std::string, std::string>& c
 std::string parse_slurm_version(std::string_view text);
 // SLURM_VERSION_NUMBER as a plugin records it -> "22.05.8".
 std::string slurm_version_string(unsigned long number);
+// `find DIR -maxdepth 1 -name '*.json' -printf '%f %T@\n'` -> node name -> modification time.
+std::map<std::string, long long> parse_health_files(std::string_view text);
+// `sinfo -h -N -o '%N %T'` -> the nodes in service (not down, not "*": not responding), each once.
+std::vector<std::string> parse_nodes_in_service(std::string_view text);
 // A Slurm plugin's plugin_version, read from the ELF file's bytes (the symbol in .dynsym, its value
 // in the section that holds it), without loading it: safectl runs as root, and a plugin linked
 // with BIND_NOW (Debian's hardening) would not even load outside Slurm.

@@ -25,7 +25,7 @@ doctor --node n1 --bridge "$SAFE_BRIDGE_URL"
 assert_eq 0 "$rc" "doctor's exit status on the cluster as installed: $out"
 assert_eq "" "$(failed "$out")" "failed checks on the cluster as installed"
 for name in config munge slurmctld job-submit licenses plugstack health-check prolog epilog scheduler-parameters \
-    versions node safed config-same bridge clock; do
+    health-state versions node safed config-same bridge clock; do
     assert_eq ok "$(verdict "$out" "$name")" "check $name on the cluster as installed"
 done
 text=$(safectl doctor --node n1 --bridge "$SAFE_BRIDGE_URL")
@@ -59,6 +59,17 @@ expect_only config-same "is not the safe.yaml safed runs with" --node n1 --confi
 sed "s|^PlugStackConfig=.*|PlugStackConfig=$work/plugstack.conf|" "$SLURM_CONF" >"$work/slurm.conf"
 grep -q "^PlugStackConfig=$work/plugstack.conf" "$work/slurm.conf" || fail "the cluster's slurm.conf has no PlugStackConfig line"
 SLURM_CONF=$work/slurm.conf expect_only plugstack "offers no --safe-* options" --node n1
+
+# This host's health.state_dir is not the one the nodes write (as on a site whose nodes keep it on
+# a local disk): a warning that names the directory and the fix (config-same fails as well: the
+# file is not safed's).
+mkdir "$work/health-elsewhere"
+sed "s|^\(  state_dir: \).*/health\$|\1$work/health-elsewhere|" "$SAFE_CONFIG" >"$work/unshared.yaml"
+grep -q "^  state_dir: $work/health-elsewhere\$" "$work/unshared.yaml" || fail "the cluster's safe.yaml has no health state_dir line"
+doctor --node n1 --config "$work/unshared.yaml"
+assert_eq warn "$(verdict "$out" health-state)" "health-state with an unshared health.state_dir"
+assert_contains "$(jq -r '.checks[] | select(.name == "health-state") | "\(.detail) \(.fix)"' <<<"$out")" \
+    "0 of 3 other nodes have fresh health state in $work/health-elsewhere here"
 
 # safed unreachable: its checks fail, the clock (told by safed's answers) is not judged.
 expect_only safed "does not answer" --node n1 --url http://127.0.0.1:1

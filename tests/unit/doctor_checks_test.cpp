@@ -52,6 +52,9 @@ DoctorFacts healthy() {
   f.safed.asked_at = 1000;
   f.safed.round_trip_s = 0.01;
   f.bridge = {"http://bridge:9820", true, "", 200};
+  // Every node's health checker ran within its interval, into the directory this host reads.
+  f.nodes_in_service = std::vector<std::string>{"n1", "n2", "n3"};
+  f.health_files = std::map<std::string, long long>{{"n1", 990}, {"n2", 800}, {"n3", 995}};
   return f;
 }
 
@@ -64,7 +67,7 @@ Verdict verdict_of(const std::vector<Check>& checks, const std::string& name) {
 
 TEST(DoctorChecks, HealthyInstallationPassesEveryCheck) {
   auto checks = diagnose(healthy());
-  EXPECT_EQ(checks.size(), 16u);
+  EXPECT_EQ(checks.size(), 17u);
   for (const auto& c : checks) {
     EXPECT_EQ(c.verdict, Verdict::ok) << c.name << ": " << c.detail;
     EXPECT_TRUE(c.fix.empty()) << c.name;
@@ -140,6 +143,13 @@ TEST(DoctorChecks, EachBrokenThingFailsItsOwnCheckWithAFix) {
        "bridge", Verdict::warn},
       {"clock ahead", [](DoctorFacts& f) { f.safed.asked_at += 8; }, "clock", Verdict::fail},
       {"clock behind", [](DoctorFacts& f) { f.safed.asked_at -= 8; }, "clock", Verdict::fail},
+      {"health state not shared", [](DoctorFacts& f) { f.health_files = std::map<std::string, long long>{{"n1", 990}}; },
+       "health-state", Verdict::warn},
+      {"another node's health state stale", [](DoctorFacts& f) { (*f.health_files)["n3"] = 1000 - 901; },
+       "health-state", Verdict::warn},
+      {"health state directory unreadable",
+       [](DoctorFacts& f) { f.health_files.reset(); f.health_files_error = "find: Permission denied"; },
+       "health-state", Verdict::warn},
   };
   for (const auto& c : cases) {
     DoctorFacts f = healthy();
@@ -239,6 +249,42 @@ TEST(DoctorChecks, NotANodeSkipsTheNodeCheck) {
   f.node.reset();
   f.executable.clear();
   EXPECT_EQ(verdict_of(diagnose(f), "node"), Verdict::skip);
+}
+
+TEST(DoctorChecks, HealthStateIsFreshWithinThreeHealthCheckIntervalsAndFiveMinutes) {
+  DoctorFacts f = healthy();
+  (*f.health_files)["n3"] = 1000 - 900;  // HealthCheckInterval 300 s: three runs missed, no more
+  EXPECT_EQ(verdict_of(diagnose(f), "health-state"), Verdict::ok);
+  (*f.controller)["HealthCheckInterval"] = "5 sec";  // still five minutes, for the agent between runs
+  (*f.health_files)["n3"] = 1000 - 300;
+  EXPECT_EQ(verdict_of(diagnose(f), "health-state"), Verdict::ok);
+  (*f.health_files)["n3"] = 1000 - 301;
+  auto checks = diagnose(f);
+  EXPECT_EQ(verdict_of(checks, "health-state"), Verdict::warn);
+  for (const auto& c : checks)
+    if (c.name == "health-state") {
+      EXPECT_NE(c.detail.find("1 of 2 other nodes"), std::string::npos) << c.detail;
+      EXPECT_NE(c.detail.find("(not n3)"), std::string::npos) << c.detail;
+      EXPECT_NE(c.fix.find("shared file system"), std::string::npos) << c.fix;
+    }
+}
+
+TEST(DoctorChecks, HealthStateCountsTheNodesInServiceOnly) {
+  DoctorFacts f = healthy();
+  f.node_name.clear();  // the controller host: every node counts
+  f.node.reset();
+  f.executable.clear();
+  f.health_files->erase("n1");
+  EXPECT_EQ(verdict_of(diagnose(f), "health-state"), Verdict::warn);
+  f.nodes_in_service = std::vector<std::string>{"n2", "n3"};  // n1 is down
+  EXPECT_EQ(verdict_of(diagnose(f), "health-state"), Verdict::ok);
+  f.nodes_in_service.reset();
+  f.nodes_error = "sinfo: error: Unable to contact slurm controller";
+  EXPECT_EQ(verdict_of(diagnose(f), "health-state"), Verdict::skip);
+  EXPECT_EQ(parse_nodes_in_service("n1 idle\nn2 down*\nn3 drained\nn1 idle\nn4 idle*\nn5 mixed\nn6 fail\n"),
+            (std::vector<std::string>{"n1", "n3", "n5"}));
+  EXPECT_EQ(parse_health_files("n1.json 1733340000.5\nn1.lock 1\nn2.json 17\n.json 3\n"),
+            (std::map<std::string, long long>{{"n1", 1733340000}, {"n2", 17}}));
 }
 
 TEST(DoctorChecks, ParsesSlurmsOutput) {
