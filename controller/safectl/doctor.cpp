@@ -111,14 +111,16 @@ void read_node(DoctorFacts& f, ProcessRunner& runner, const std::string& named) 
 // The nodes in service, and the health checker's files in this host's health.state_dir (listed by
 // find in a child, with a time limit: the directory may be on a hung network file system).
 void read_health_state(DoctorFacts& f, ProcessRunner& runner) {
-  ProcessResult nodes = runner.run({slurm_command("sinfo"), "-h", "-N", "-o", "%N %T"}, kCommandTimeout);
+  // -a: every partition, whatever SINFO_PARTITION says.
+  ProcessResult nodes = runner.run({slurm_command("sinfo"), "-h", "-N", "-a", "-o", "%N %T"}, kCommandTimeout);
   if (nodes.ok())
     f.nodes_in_service = doctor::parse_nodes_in_service(nodes.out);
   else
     f.nodes_error = failure(nodes);
   if (!f.config) return;
   ProcessResult files = runner.run(
-      {"/usr/bin/find", f.config->health.state_dir, "-maxdepth", "1", "-name", "*.json", "-printf", "%f %T@\n"},
+      // -H: a state_dir that is a symbolic link (to a shared file system) is followed.
+      {"/usr/bin/find", "-H", f.config->health.state_dir, "-maxdepth", "1", "-name", "*.json", "-printf", "%f %T@\n"},
       kCommandTimeout);
   if (files.ok())
     f.health_files = doctor::parse_health_files(files.out);

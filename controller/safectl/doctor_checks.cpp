@@ -207,8 +207,10 @@ Check health_state_check(const DoctorFacts& f) {
   for (const auto& n : *f.nodes_in_service)
     if (n != f.node_name) others.push_back(n);
   if (others.empty()) return check(name, Verdict::ok, "no other node in service to share " + dir + " with");
-  // A run every HealthCheckInterval; at least 5 minutes, for a node between runs of the agent.
+  // A run every HealthCheckInterval (slurmd) or health.interval_s (the agent): fresh within three
+  // runs of the slower of the two, and never under 5 minutes.
   long long interval = f.controller ? std::atoll(setting(*f.controller, "HealthCheckInterval").c_str()) : 0;
+  interval = std::max<long long>(interval, f.config->health.interval_s);
   long long fresh_after = f.now - std::max(300LL, 3 * interval);
   std::vector<std::string> missing;
   for (const auto& n : others) {
@@ -445,7 +447,10 @@ std::vector<std::string> parse_nodes_in_service(std::string_view text) {
   std::istringstream in{std::string(text)};
   std::string node, state;
   while (in >> node >> state) {
-    bool down = state.rfind("down", 0) == 0 || state.rfind("fail", 0) == 0 || state.back() == '*';
+    // Down, failed, not responding (*), powered down or powering up or down (~ # % !), or not
+    // yet in the cluster (future, unknown): none of them runs health checks.
+    bool down = state.rfind("down", 0) == 0 || state.rfind("fail", 0) == 0 || state.rfind("future", 0) == 0 ||
+                state.rfind("unk", 0) == 0 || state.find_first_of("*~#%!") != std::string::npos;
     if (!down && std::find(out.begin(), out.end(), node) == out.end()) out.push_back(node);
   }
   return out;

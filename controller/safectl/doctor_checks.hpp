@@ -115,7 +115,8 @@ std::string parse_slurm_version(std::string_view text);
 std::string slurm_version_string(unsigned long number);
 // `find DIR -maxdepth 1 -name '*.json' -printf '%f %T@\n'` -> node name -> modification time.
 std::map<std::string, long long> parse_health_files(std::string_view text);
-// `sinfo -h -N -o '%N %T'` -> the nodes in service (not down, not "*": not responding), each once.
+// `sinfo -h -N -a -o '%N %T'` -> the nodes in service (not down, not responding, not powered down,
+// not future), each once.
 std::vector<std::string> parse_nodes_in_service(std::string_view text);
 // A Slurm plugin's plugin_version, read from the ELF file's bytes (the symbol in .dynsym, its value
 // in the section that holds it), without loading it: safectl runs as root, and a plugin linked

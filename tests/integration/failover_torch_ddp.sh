@@ -131,6 +131,9 @@ rest_out=$(job_field "$rest_job" StdOut)
 ecc_fault "$rest_job" "$rest_out"
 rest_bad=$fault_node running_rest=$running_ms mttr_rest=$mttr_ms
 completed "$rest_job" 120 "$rest_out"
+rest_signal=$(sed -n 's/^checkpoint step \([0-9]*\) (on signal)$/\1/p' "$rest_out")
+[[ $rest_signal =~ ^[0-9]+$ ]] || fail "no single checkpoint on the signal in the REST workload's attempt 1:"$'\n'"$(cat "$rest_out")"
+assert_eq $((rest_signal + 1)) "$(first_step_of_attempt "$rest_out" 2)" "first step of the REST workload's attempt 2"
 assert_contains "$(cat "$rest_out")" "done $STEPS steps attempt 2" "the REST workload's output"
 phase=$(curl -sS -H "Authorization: Bearer $token" "$SAFE_BRIDGE_URL/api/v1/workloads/$rest" | jq -r .phase)
 assert_eq Succeeded "$phase" "the REST workload's phase"

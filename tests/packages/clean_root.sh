@@ -49,7 +49,10 @@ remove_clean_roots() {
     # A directory another root has a mount on (node_host) cannot be removed: every root's mounts
     # go before any root's files.
     for root in "${clean_roots[@]}"; do unmount_under "$root"; done
-    for root in "${clean_roots[@]}"; do rm -rf --one-file-system "$root"; done
+    # A mount left (said above) keeps its root: rm would empty what is mounted there.
+    for root in "${clean_roots[@]}"; do
+        [[ -n $(mounts_under "$root") ]] || rm -rf --one-file-system "$root"
+    done
 }
 # unmount_under DIR: every mount at or below DIR, the deepest first; mounts stacked on one path
 # (a root mounted into another brings its mounts along) take a round each.

@@ -145,18 +145,23 @@ a_job_starts() {
     wait_for said_attempt 30 "tail -n 3 $root/tmp/jobs/$next.out; jobs_table"
     echo "$next"
 }
-# gpu_fault_fails_over [JOB]: a GPU fault on the node of a running job (not JOB's node) drains it
-# (the compute host's health checker); its running jobs are requeued by safed, one retry used each.
+# gpu_fault_fails_over JOB: a GPU fault on the node of a running job, not JOB's node (JOB is the
+# one a_job_starts started, perhaps a job requeued before: the other node's jobs have never been
+# requeued), drains it (the compute host's health checker); its running jobs are requeued by
+# safed, one retry used each, and wait again.
 gpu_fault_fails_over() {
-    local node id spare=""
-    [[ -z ${1:-} ]] || spare=$(jobs_table | awk -v j="$1" '$1 == j { print $3 }')
+    local node id spare
+    spare=$(jobs_table | awk -v j="$1" '$1 == j { print $3 }')
     node=$(jobs_table | awk -v spare="$spare" '$2 == "RUNNING" && $3 != spare { print $3; exit }')
     mapfile -t on_node < <(jobs_table | awk -v n="$node" '$2 == "RUNNING" && $3 == n { print $1 }')
     in_cluster "safectl inject --node $node --gpu 0 --fault ecc" >/dev/null || fail "safectl inject failed"
     requeued() {
+        local shown
         for id in "${on_node[@]}"; do
-            in_cluster "scontrol show job $id" | grep -q "Restarts=1 " || return 1
-            in_cluster "scontrol show job $id" | grep -q "retries=1/2" || return 1
+            shown=$(in_cluster "scontrol show job $id")
+            grep -q "JobState=PENDING " <<<"$shown" || return 1
+            grep -q "Restarts=1 " <<<"$shown" || return 1
+            grep -q "retries=1/2" <<<"$shown" || return 1
         done
     }
     wait_for requeued 90 "jobs_table; tail -n 20 $root$cdir/log/safed.out"
@@ -169,7 +174,11 @@ requeued_total=0
 # "current" (the file installed now).
 spank_of_job() {
     local stepd
-    stepd=$(pgrep -f "^slurmstepd: \[$1\.batch\]" | head -n1)
+    # The compute host's: another cluster on this machine may run a job of the same id.
+    for stepd in $(pgrep -f "^slurmstepd: \[$1\.batch\]"); do
+        [[ $(readlink "/proc/$stepd/root") == "$root/node-host" ]] && break
+        stepd=""
+    done
     [[ -n $stepd ]] || fail "no slurmstepd of job $1"
     if grep -q 'spank_safe.so (deleted)$' "/proc/$stepd/maps"; then echo replaced
     elif grep -q 'spank_safe.so$' "/proc/$stepd/maps"; then echo current
@@ -208,7 +217,7 @@ after=$(jobs_table)
 assert_eq replaced "$(spank_of_job "$started")" "the SPANK plugin of job $started, running through the compute host's upgrade"
 started_after=$(a_job_starts)
 assert_eq current "$(spank_of_job "$started_after")" "the SPANK plugin of job $started_after, started after the compute host's upgrade"
-gpu_fault_fails_over
+gpu_fault_fails_over "$started_after"
 ctld_starts=$(grep -c "slurmctld version .* started" "$root$cdir/log/slurmctld.log" || true)
 lost=$(jobs_table | awk '$2 != "RUNNING" && $2 != "PENDING" && $2 != "CANCELLED"' | wc -l)
 assert_eq 0 "$lost" "jobs neither running, pending nor cancelled by the test"

@@ -45,8 +45,9 @@ def batch(seed: int, step: int, rank: int, size: int):
 
 def rendezvous(env: safe_slurm.SafeEnvironment) -> None:
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    # A port of the attempt's own: the previous attempt's listener may still be closing.
-    os.environ.setdefault("MASTER_PORT", str(20000 + (int(env.job_id or 0) % 1000) * 8 + env.attempt % 8))
+    # A port of the attempt's own (the previous attempt's listener may still be closing), above
+    # the kernel's ephemeral ports and the ports the test clusters pick (20000 up to them).
+    os.environ.setdefault("MASTER_PORT", str(61000 + (int(env.job_id or 0) % 500) * 8 + env.attempt % 8))
     dist.init_process_group("gloo", rank=env.rank, world_size=env.tasks)
 
 

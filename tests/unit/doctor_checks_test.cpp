@@ -255,10 +255,14 @@ TEST(DoctorChecks, HealthStateIsFreshWithinThreeHealthCheckIntervalsAndFiveMinut
   DoctorFacts f = healthy();
   (*f.health_files)["n3"] = 1000 - 900;  // HealthCheckInterval 300 s: three runs missed, no more
   EXPECT_EQ(verdict_of(diagnose(f), "health-state"), Verdict::ok);
-  (*f.controller)["HealthCheckInterval"] = "5 sec";  // still five minutes, for the agent between runs
+  (*f.controller)["HealthCheckInterval"] = "5 sec";  // still five minutes at least
+  f.config->health.interval_s = 60;
   (*f.health_files)["n3"] = 1000 - 300;
   EXPECT_EQ(verdict_of(diagnose(f), "health-state"), Verdict::ok);
-  (*f.health_files)["n3"] = 1000 - 301;
+  f.config->health.interval_s = 120;  // the agent's interval, when it is the slower
+  (*f.health_files)["n3"] = 1000 - 360;
+  EXPECT_EQ(verdict_of(diagnose(f), "health-state"), Verdict::ok);
+  (*f.health_files)["n3"] = 1000 - 361;
   auto checks = diagnose(f);
   EXPECT_EQ(verdict_of(checks, "health-state"), Verdict::warn);
   for (const auto& c : checks)
@@ -281,7 +285,8 @@ TEST(DoctorChecks, HealthStateCountsTheNodesInServiceOnly) {
   f.nodes_in_service.reset();
   f.nodes_error = "sinfo: error: Unable to contact slurm controller";
   EXPECT_EQ(verdict_of(diagnose(f), "health-state"), Verdict::skip);
-  EXPECT_EQ(parse_nodes_in_service("n1 idle\nn2 down*\nn3 drained\nn1 idle\nn4 idle*\nn5 mixed\nn6 fail\n"),
+  EXPECT_EQ(parse_nodes_in_service("n1 idle\nn2 down*\nn3 drained\nn1 idle\nn4 idle*\nn5 mixed\nn6 fail\n"
+                                   "n7 idle~\nn8 idle#\nn9 future\nn10 unknown\nn11 allocated%\n"),
             (std::vector<std::string>{"n1", "n3", "n5"}));
   EXPECT_EQ(parse_health_files("n1.json 1733340000.5\nn1.lock 1\nn2.json 17\n.json 3\n"),
             (std::map<std::string, long long>{{"n1", 1733340000}, {"n2", 17}}));
