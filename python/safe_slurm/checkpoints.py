@@ -5,9 +5,11 @@ the checkpoints of an attempt it has superseded (common/checkpoint_fence.hpp).""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
+import tempfile
 from typing import Callable, Optional
 
 from .environment import SafeEnvironment, SafeSlurmError, environment
@@ -106,6 +108,16 @@ def heartbeat(step: Optional[int] = None, env: Optional[SafeEnvironment] = None)
     env = env or environment()
     if not env.heartbeat_file:
         return False
-    with open(env.heartbeat_file, "w", encoding="ascii") as f:
-        f.write("" if step is None else f"{step}\n")
+    # A new file renamed over the old, never the old truncated: whoever reads it (a test, a
+    # watcher of the step) must not catch it empty between the truncation and the write.
+    fd, partial = tempfile.mkstemp(dir=os.path.dirname(env.heartbeat_file) or ".",
+                                   prefix=os.path.basename(env.heartbeat_file) + ".", suffix=".partial")
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write("" if step is None else f"{step}\n")
+        os.replace(partial, env.heartbeat_file)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
     return True

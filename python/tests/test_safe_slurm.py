@@ -163,6 +163,17 @@ class CheckpointTest(unittest.TestCase):
             self.assertEqual("31\n", f.read())
         self.assertFalse(safe_slurm.heartbeat(1, safe_slurm.environment({})))
 
+    def test_heartbeat_replaces_the_file_and_never_truncates_it(self):
+        # A reader holding the old file still reads the old step; a truncated-then-written file
+        # would be empty to a reader in between (the integration test once caught it so).
+        safe_slurm.heartbeat(31, self.env)
+        with open(self.env.heartbeat_file) as old:
+            safe_slurm.heartbeat(32, self.env)
+            self.assertEqual("31\n", old.read())
+        with open(self.env.heartbeat_file) as f:
+            self.assertEqual("32\n", f.read())
+        self.assertEqual([".safe-heartbeat"], os.listdir(self.dir), "no partial file is left")
+
 
 if __name__ == "__main__":
     unittest.main()

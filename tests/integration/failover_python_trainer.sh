@@ -29,7 +29,9 @@ all_nodes_in_service 60
 jobid=$(sbatch --parsable -N2 --gpus-per-node=1 --safe-retries=2 --safe-ckpt-dir="$work/ckpt" \
     --safe-ckpt-signal=USR1@30 -o "$work/out" "$work/job.sh" --steps 600 --rate 20 --ckpt-every 50)
 wait_for "[[ \$(last_step_of_attempt $work/out 1) -ge 60 ]]" 30 "scontrol show job $jobid; cat $work/out"
-[[ -s $work/ckpt/.safe-heartbeat ]] || fail "heartbeat() left no $work/ckpt/.safe-heartbeat"
+# heartbeat() renames a new file over the old: it always holds a step, never nothing.
+[[ $(cat "$work/ckpt/.safe-heartbeat" 2>&1) =~ ^[0-9]+$ ]] ||
+    fail "heartbeat() left no step in $work/ckpt/.safe-heartbeat: $(cat "$work/ckpt/.safe-heartbeat" 2>&1)"
 bad=$(scontrol show hostnames "$(job_field "$jobid" NodeList)" | tail -n1)
 t0=$(date +%s)
 safectl inject --node "$bad" --gpu 0 --fault ecc >/dev/null
