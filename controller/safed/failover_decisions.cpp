@@ -86,7 +86,22 @@ RestartPlacement place_restart(const RestartInputs& in, const std::vector<SlurmN
   }
   if (!p.dropped_required.empty()) p.required = join_hostlist(required);
   std::set<std::string> keep(required.begin(), required.end());
-  for (const auto& n : in.bad) exclude.push_back(n);
+  // The job's bad nodes, when the rest of the cluster can hold it. When it cannot, excluding them
+  // would keep the job pending for good: a node's exclusion outlives its repair (the list only
+  // grows, one node per fault, so a long job on a nearly full cluster runs out of nodes; the
+  // goodput simulation found it). Slurm keeps the job off the bad nodes still drained or down,
+  // and those back in service (resumed by the health checker after clean runs, or by an admin)
+  // are the job's again; a node that keeps failing is quarantined as a lemon instead.
+  std::set<std::string> user_excluded(exclude.begin(), exclude.end());
+  long long usable_without_bad = 0;
+  for (const SlurmNode& n : nodes)
+    if (!n.down && !n.drain && !user_excluded.count(n.name) && (!in.bad.count(n.name) || keep.count(n.name)))
+      ++usable_without_bad;
+  if (usable_without_bad >= std::max<long long>(1, in.num_nodes)) {
+    for (const auto& n : in.bad) exclude.push_back(n);
+  } else {
+    for (const auto& n : in.bad) p.bad_not_excluded.push_back(n);
+  }
   std::set<std::string> excluded(exclude.begin(), exclude.end());
   // The nodes the job just left are healthy but refuse it until its old credential expires: keep
   // it off them too when the rest of the cluster can hold it, else start it once that expires.

@@ -34,6 +34,8 @@ struct RestartPlacement {
   std::optional<std::string> required;      // ReqNodeList, when a required node must be dropped
   std::vector<std::string> dropped_required;
   bool wait_credential = false;             // start only once the old credential expired
+  // The job's bad nodes left out of `exclude`: the rest of the cluster cannot hold the job.
+  std::vector<std::string> bad_not_excluded;
   bool operator==(const RestartPlacement&) const = default;
 };
 
@@ -45,9 +47,10 @@ struct RestartInputs {
   std::uint32_t num_nodes = 1;
 };
 
-// Keeps the job off its bad nodes and those it excluded itself; drops a failed node it requires
-// (-w) from its required list; keeps it off the nodes it just left when the rest of `nodes` can
-// hold it, else waits out their credential.
+// Keeps the job off its bad nodes when the rest of `nodes` can hold it (else Slurm's drains keep
+// it off those still out of service) and off those it excluded itself; drops a failed node it
+// requires (-w) from its required list; keeps it off the nodes it just left when the rest of
+// `nodes` can hold it, else waits out their credential.
 RestartPlacement place_restart(const RestartInputs& in, const std::vector<SlurmNode>& nodes);
 
 struct FailoverStep {

@@ -237,7 +237,11 @@ void FailoverPlanner::restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
                          ? std::string("Slurm already started it again on ") + job.nodes
                          : "ExcNodeList=" + place.exclude +
                                (place.required ? " ReqNodeList=" + *place.required + " (" + dropped + " failed)" : "") +
-                               " StartTime=" + (s.start <= now ? "now" : "+" + std::to_string(s.start - now) + "s");
+                               " StartTime=" + (s.start <= now ? "now" : "+" + std::to_string(s.start - now) + "s") +
+                               (place.bad_not_excluded.empty()
+                                    ? ""
+                                    : " (" + join_hostlist(place.bad_not_excluded) +
+                                          " not excluded: the rest of the cluster cannot hold the job)");
   log_action(now, t.record.key(), "", "restart",
              what + " retries=" + std::to_string(m.retries_used) + "/" + std::to_string(meta.settings.retries) +
                  (updated ? "" : ": " + updated.error()),

@@ -257,7 +257,7 @@ TEST(FailoverDecisions, TheRestartWaitsForSlurmThenStartsAtOnceOrAfterTheCredent
   f.attempt = 0;
   f.not_before = 0;
   f.requeue_time = 200;
-  RestartPlacement elsewhere{"n1", std::nullopt, {}, false};
+  RestartPlacement elsewhere{"n1", std::nullopt, {}, false, {}};
   EXPECT_EQ(Kind::wait, decide_requeued(f, job_in(SlurmJobState::pending, 0, true), elsewhere, 121, 210).kind)
       << "requeue not yet counted";
   EXPECT_EQ(Kind::requeue_lost, decide_requeued(f, job_in(SlurmJobState::running, 0), elsewhere, 121, 210).kind)
@@ -276,7 +276,7 @@ TEST(FailoverDecisions, TheRestartWaitsForSlurmThenStartsAtOnceOrAfterTheCredent
   EXPECT_EQ(Kind::restart, s.kind);
   EXPECT_EQ(210, s.start);
   EXPECT_EQ(elsewhere, s.placement);
-  RestartPlacement same_nodes{"", std::nullopt, {}, true};
+  RestartPlacement same_nodes{"", std::nullopt, {}, true, {}};
   EXPECT_EQ(200 + 21, decide_requeued(f, job_in(SlurmJobState::pending, 1), same_nodes, 21, 210).start)
       << "from the requeue, the credential's lifetime";
   f.not_before = 400;
@@ -320,6 +320,26 @@ TEST(RestartPlacement, WaitsOutTheCredentialWhenTheRestOfTheClusterCannotHoldIt)
   nodes.back().name = "n4";
   nodes.back().drain = true;
   EXPECT_TRUE(place_restart(in, nodes).wait_credential) << "a drained node holds nothing";
+}
+
+TEST(RestartPlacement, BadNodesTheJobNeedsAreLeftToSlurmsDrainsNotExcludedForGood) {
+  // A 4-node job on 5 nodes: n2 failed earlier (repaired, back in service), n5 just now (drained).
+  RestartInputs in;
+  in.bad = {"n2", "n5"};
+  in.left = "n1,n3,n4,n5";
+  in.num_nodes = 4;
+  std::vector<SlurmNode> nodes = cluster(5);
+  nodes[4].drain = true;
+  RestartPlacement p = place_restart(in, nodes);
+  EXPECT_EQ("", p.exclude) << "excluding n2 would keep the job pending for good; Slurm keeps it off the drained n5";
+  EXPECT_EQ((std::vector<std::string>{"n2", "n5"}), p.bad_not_excluded);
+  EXPECT_TRUE(p.wait_credential) << "it needs the nodes it just left";
+  // With a spare node the bad nodes are excluded as ever.
+  nodes = cluster(7);
+  nodes[4].drain = true;
+  p = place_restart(in, nodes);
+  EXPECT_EQ("n2,n5", p.exclude.substr(0, 5));
+  EXPECT_TRUE(p.bad_not_excluded.empty());
 }
 
 TEST(RestartPlacement, AFailedRequiredNodeIsDroppedAndARecentOneWaitedFor) {
