@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <unordered_set>
 
 namespace safe {
 namespace {
@@ -55,10 +56,9 @@ std::vector<std::string> expand_hostlist(std::string_view list) {
 
 std::string join_hostlist(const std::vector<std::string>& names) {
   std::string out;
-  std::vector<std::string_view> seen;
+  std::unordered_set<std::string_view> seen;  // a job's 2,048 nodes: a linear search was quadratic
   for (const auto& n : names) {
-    if (n.empty() || std::find(seen.begin(), seen.end(), n) != seen.end()) continue;
-    seen.push_back(n);
+    if (n.empty() || !seen.insert(n).second) continue;
     if (!out.empty()) out += ",";
     out += n;
   }

@@ -104,16 +104,16 @@ RestartPlacement place_restart(const RestartInputs& in, const std::vector<SlurmN
   }
   std::set<std::string> excluded(exclude.begin(), exclude.end());
   // The nodes the job just left are healthy but refuse it until its old credential expires: keep
-  // it off them too when the rest of the cluster can hold it, else start it once that expires.
+  // it off them too when idle nodes elsewhere can hold it now, else start it once that expires.
+  // Nodes busy with other jobs do not count: on a full cluster the job would wait hours for them
+  // instead of a credential's lifetime for its own (the goodput simulation found it).
   std::vector<std::string> recent;
   for (auto& n : expand_hostlist(in.left))
     if (!excluded.count(n)) recent.push_back(n);
+  std::set<std::string> recent_set(recent.begin(), recent.end());
   long long usable_elsewhere = 0;
-  for (const SlurmNode& n : nodes) {
-    if (n.down || n.drain || excluded.count(n.name)) continue;
-    if (std::find(recent.begin(), recent.end(), n.name) != recent.end()) continue;
-    ++usable_elsewhere;
-  }
+  for (const SlurmNode& n : nodes)
+    if (!n.down && !n.drain && n.idle && !excluded.count(n.name) && !recent_set.count(n.name)) ++usable_elsewhere;
   bool needs_recent = false;
   for (const auto& n : recent) needs_recent = needs_recent || keep.count(n) > 0;
   if (!needs_recent && usable_elsewhere >= std::max<long long>(1, in.num_nodes)) {
