@@ -13,19 +13,19 @@ std::vector<Cause> table5_causes() {
   using V = Visibility;
   using E = Effect;
   return {
-      {"faulty GPU", 148, true, V::health, E::crash, true, 8},
-      {"GPU HBM3 memory", 72, true, V::health, E::crash, true, 4},
-      {"network switch/cable", 35, true, V::health, E::hang, false, 2},
-      {"host maintenance", 32, true, V::node_down, E::crash, true, 2},
-      {"GPU SRAM", 19, true, V::health, E::crash, true, 8},
-      {"GPU system processor", 17, true, V::health, E::crash, true, 8},
-      {"NIC", 7, true, V::health, E::hang, false, 6},
-      {"GPU thermal", 6, true, V::health, E::degrade, false, 4},
-      {"host hardware (SSD, power, chassis, IO board, CPU, memory)", 14, true, V::node_down, E::crash, true, 24},
-      {"software bug", 54, false, V::user, E::crash, true, 0},
-      {"NCCL watchdog timeout", 7, false, V::progress, E::hang, true, 0},
-      {"silent data corruption", 6, false, V::none, E::crash, true, 0},
-      {"dependency", 2, false, V::infra_exit, E::crash, true, 0},
+      {"faulty GPU", 148, true, V::health, E::crash, true, true, 8},
+      {"GPU HBM3 memory", 72, true, V::health, E::crash, true, true, 4},
+      {"network switch/cable", 35, true, V::health, E::hang, false, false, 2},
+      {"host maintenance", 32, true, V::node_down, E::crash, true, false, 2},
+      {"GPU SRAM", 19, true, V::health, E::crash, true, true, 8},
+      {"GPU system processor", 17, true, V::health, E::crash, true, true, 8},
+      {"NIC", 7, true, V::health, E::hang, false, false, 6},
+      {"GPU thermal", 6, true, V::health, E::degrade, false, true, 4},
+      {"host hardware (SSD, power, chassis, IO board, CPU, memory)", 14, true, V::node_down, E::crash, true, false, 24},
+      {"software bug", 54, false, V::user, E::crash, true, false, 0},
+      {"NCCL watchdog timeout", 7, false, V::progress, E::hang, true, false, 0},
+      {"silent data corruption", 6, false, V::none, E::crash, true, false, 0},
+      {"dependency", 2, false, V::infra_exit, E::crash, true, false, 0},
   };
 }
 
@@ -108,7 +108,7 @@ Scenario meta_model() {
   s.spares = {0};
   // One failure every 1.8 h of the job, each a retried infrastructure exit on healthy nodes: no
   // repair, no wait for nodes; the restart costs startup + restore + SaFE's credential wait ~ 5 min.
-  s.causes = {{"failure (MTTF 1.8 h)", 1, false, Visibility::infra_exit, Effect::crash, true, 0}};
+  s.causes = {{"failure (MTTF 1.8 h)", 1, false, Visibility::infra_exit, Effect::crash, true, false, 0}};
   s.job_faults_per_node_hour = 1 / (1.8 * s.nodes);
   s.costs.save_s = 0;
   s.costs.startup_s = 120;

@@ -34,6 +34,7 @@ struct Cause {
   Visibility visible = Visibility::health;
   Effect effect = Effect::crash;
   bool urgent = true;       // SaFE's health check drains at the first failing run (else the second)
+  bool gpu = false;         // a GPU's: the prolog's and epilog's GPU gates see it too
   double repair_h = 0;      // mean time a node is out of service for repair once taken out
 };
 

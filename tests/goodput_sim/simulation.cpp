@@ -557,7 +557,7 @@ class Simulation {
   // requeues the job, which never started.
   bool refused_by_prolog(int id, int n) {
     const Cause& c = cause(nodes_[n].cause);
-    if (c.visible != Visibility::health || c.effect != Effect::crash) return false;
+    if (!c.gpu || c.effect != Effect::crash) return false;
     Job& j = jobs_[id];
     j.cause = nodes_[n].cause;
     j.failing = true;
@@ -622,7 +622,7 @@ class Simulation {
     } else {
       // The epilog's GPU gate finds a faulty GPU on the nodes the job ran on and drains it.
       for (int n : j.last_nodes)
-        if (nodes_[n].faulty && cause(nodes_[n].cause).visible == Visibility::health && nodes_[n].schedulable()) {
+        if (nodes_[n].faulty && cause(nodes_[n].cause).gpu && nodes_[n].schedulable()) {
           j.evidence.push_back({nodes_[n].name, "epilog", "SaFE: " + cause(nodes_[n].cause).name});
           safe_takes_out(n, "safe_drain", "SaFE: " + cause(nodes_[n].cause).name);
         }
