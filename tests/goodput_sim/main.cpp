@@ -41,6 +41,9 @@ json_t* result_json(const SimResult& r, std::uint64_t digest) {
   json_object_set_new(o, "spares", json_integer(r.settings.spares));
   json_object_set_new(o, "ettr", json_real(r.ettr));
   json_object_set_new(o, "cluster_goodput", json_real(r.cluster_goodput));
+  json_object_set_new(o, "allocated_goodput", json_real(r.allocated_goodput));
+  json_object_set_new(o, "completed_work_gpu_hours", json_real(hours(r.completed_work_gpu_s)));
+  json_object_set_new(o, "completed_kept_gpu_hours", json_real(hours(r.completed_kept_gpu_s)));
   json_object_set_new(o, "restarts", json_integer(r.restarts));
   json_object_set_new(o, "human_resubmits", json_integer(r.human_resubmits));
   json_object_set_new(o, "quarantines", json_integer(r.quarantines));

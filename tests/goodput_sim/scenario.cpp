@@ -93,7 +93,7 @@ Scenario mixed(bool short_run) {
   // as in Llama 3.
   s.node_faults_per_node_day = 6.5 / 1000;
   s.job_faults_per_node_hour = share_of(s.causes, false) / (kLlamaNodes * kLlamaDays * 24);
-  s.load = 0.85;
+  s.load = 0.7;
   s.job_nodes = {1, 2, 4, 8, 16, 32, 64, 128};  // 8 to 1,024 GPUs
   s.job_work_mean_h = 12;
   return s;

@@ -45,7 +45,7 @@ struct Costs {
   double save_s = 10;         // a checkpoint save blocks training this long (asynchronous saves)
   double degrade_s = 1800;    // a degrading fault kills the job this long after it starts
   double broken_start_s = 60; // a job started on a faulty node fails this long after it starts
-  double nccl_watchdog_s = 1800;  // PyTorch's NCCL watchdog ends a hung collective (its default)
+  double nccl_watchdog_s = 600;   // PyTorch's NCCL watchdog ends a hung collective (its default, 10 min)
   double human_delay_s = 900;     // a careful on-call admin, or the job's owner, acts this long after a failure
   double bug_fix_s = 2 * 3600;    // a software bug that recurs is fixed this long after it first struck
   // Slurm (../shared/slurm-notes.md)
@@ -58,7 +58,7 @@ struct Costs {
   double safed_pass_s = 1;        // controller.poll_interval_ms
   double probe_detect_s = 4;      // slurmd_probe: 3 failed probes, 1 s apart, 1 s timeout
   double health_interval_s = 300; // health.interval_s
-  double hang_timeout_s = 600;    // the job's --safe-hang-timeout
+  double hang_timeout_s = 300;    // the job's --safe-hang-timeout, below NCCL's watchdog (docs/user-guide.md)
   int retries = 50;               // the job's --safe-retries (the most there is)
   // Primus-SaFE (../shared/reference/primus-safe.md)
   double primus_retry_s = 30;     // a failed pod to its replacement running

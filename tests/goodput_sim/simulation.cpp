@@ -53,7 +53,8 @@ struct Node {
   // Out of service, each for its own reason.
   bool down = false;         // slurmd gone: Slurm's DOWN (or Kubernetes' NotReady)
   bool drained = false;      // SaFE's health checker, or an admin
-  bool quarantined = false;  // SaFE's lemon quarantine: for the rest of the run
+  bool quarantined = false;  // SaFE's lemon quarantine: until an admin releases it after its repair
+  bool release_pending = false;
   bool tainted = false;      // Primus-SaFE's NoSchedule taint (or its host NotReady)
   bool admin_drained = false;  // by a person, who resumes it once repaired
   std::string drain_reason;  // SaFE's
@@ -80,6 +81,7 @@ struct Job {
   double stop = kNever;    // computation stopped (hang, a fault that killed it, the signal)
   bool signal_save = false;  // stopped by the checkpoint signal: it saves what it computed
   bool failing = false;    // a fault has struck this attempt: the first one is its cause
+  bool left_to_owner = false;  // SaFE will not fail this attempt over
   int cause = -1;          // of the failure being handled
   double fault_t = -1;     // of the interruption whose MTTR is still open
   std::vector<NodeFault> evidence;  // what SaFE saw on the attempt's nodes
@@ -246,6 +248,21 @@ class Simulation {
     node.repairing = true;
     at(now_ + node.repair_s, [this, n] { repaired(n); });
   }
+  // An admin looks at a quarantined node once it is repaired and releases it (safectl node release).
+  void release_after_repair(int n) {
+    Node& node = nodes_[n];
+    double when = (node.repairing || node.faulty ? kNever : now_) + c_.human_delay_s;
+    if (when == kNever) {
+      node.release_pending = true;  // repaired() comes back here
+      return;
+    }
+    at(when, [this, n] {
+      nodes_[n].quarantined = false;
+      nodes_[n].fault_times.clear();
+      set_slurm_node(n);
+      schedule();
+    });
+  }
   void repaired(int n) {
     Node& node = nodes_[n];
     node.faulty = false;
@@ -253,6 +270,10 @@ class Simulation {
     node.down = false;  // slurmd is back (ReturnToService), the host Ready again
     if (cause(node.cause).visible == Visibility::node_down) node.tainted = false;
     node.admin_drained = false;  // the admin who drained it resumes it
+    if (node.release_pending) {
+      node.release_pending = false;
+      release_after_repair(n);
+    }
     // SaFE's health checker resumes its own drain, Primus-SaFE's node agent lifts its taint: at
     // their next runs (health_run).
     set_slurm_node(n);
@@ -326,6 +347,7 @@ class Simulation {
       node.quarantined = true;
       ++result_.quarantines;
       set_slurm_node(n);
+      release_after_repair(n);
     }
     if (node.job >= 0) {
       Job& j = jobs_[node.job];
@@ -409,6 +431,7 @@ class Simulation {
     j.stop = kNever;
     j.signal_save = false;
     j.failing = false;
+    j.left_to_owner = false;
     j.cause = -1;
     j.evidence.clear();
     j.checkpointed_after_signal = false;
@@ -416,14 +439,18 @@ class Simulation {
     j.slurm.completing = false;
     j.slurm.nodes = hostlist_of(j.nodes);
     j.slurm.start_time = unix_now();
-    if (j.spec.work_s >= 0) at_attempt(finish_time(j), id, [this, id] { complete(id); });
+    if (j.spec.work_s >= 0)
+      at_attempt(finish_time(j), id, [this, id] {
+        if (jobs_[id].stop == kNever) complete(id);  // not hung, stopped, or saving on the signal
+      });
     // A fault on one of its nodes that nobody has taken out yet: SaFE's prolog refuses the run,
     // or the run fails on it.
     int latent = -1;
     for (int n : j.nodes)
       if (nodes_[n].faulty && latent < 0) latent = n;
     if (latent >= 0 && run_.policy == Policy::safe && refused_by_prolog(id, latent)) return;
-    if (j.fault_t >= 0 && latent < 0) {  // running again on healthy nodes: the MTTR's end
+    // Running again on healthy nodes, past a bug that recurs until fixed: the MTTR's end.
+    if (j.fault_t >= 0 && latent < 0 && j.bug_fixed_at <= now_) {
       result_.mttr_s.push_back(now_ - j.fault_t);
       j.fault_t = -1;
     }
@@ -443,6 +470,8 @@ class Simulation {
     j.state = Job::State::done;
     j.slurm.state = SlurmJobState::complete;
     ++result_.jobs_completed;
+    result_.completed_work_gpu_s += j.spec.work_s * j.gpus;
+    result_.completed_kept_gpu_s += j.work_kept * j.gpus;
     result_.time.allocated += (now_ - j.spec.submit_s) * j.gpus;
     release_nodes(j);
   }
@@ -505,7 +534,7 @@ class Simulation {
         ++j.slurm_requeues;
         requeue(id, now_ + c_.requeue_hold_s);
       } else {
-        human(id);  // held (JobHoldMaxRequeue) until someone releases it
+        human(id, false);  // held (JobHoldMaxRequeue) until someone releases it: the count stays
       }
     } else if (run_.policy == Policy::primus) {
       primus_fail(id, node.cause);
@@ -613,6 +642,11 @@ class Simulation {
       end_attempt(id, SlurmJobState::failed);
       return;
     }
+    if (j.left_to_owner) {  // SaFE classified this attempt already and left it to its owner
+      end_attempt(id, SlurmJobState::failed);
+      human(id);
+      return;
+    }
     const Cause& c = cause(j.cause);
     end_attempt(id, SlurmJobState::failed);
     if (run_.policy == Policy::plain) {
@@ -658,11 +692,11 @@ class Simulation {
 
   // A person resubmits the job (or releases its hold) human_delay_s after it failed, after a
   // recurring bug is fixed; a careful admin first drains the faulty node the failure points at.
-  void human(int id) {
+  void human(int id, bool resubmit = true) {
     Job& j = jobs_[id];
     double when = std::max(now_ + c_.human_delay_s, j.bug_fixed_at);
     std::vector<int> nodes = j.last_nodes;
-    at(when, [this, id, nodes] {
+    at(when, [this, id, nodes, resubmit] {
       Job& job = jobs_[id];
       for (int n : nodes)
         if (nodes_[n].faulty && nodes_[n].schedulable() && cause(nodes_[n].cause).node_level) {
@@ -672,7 +706,7 @@ class Simulation {
         }
       ++result_.human_resubmits;
       job.retries_used = 0;
-      job.slurm_requeues = 0;
+      if (resubmit) job.slurm_requeues = 0;
       job.failover.reset();
       job.failovers.clear();
       job.exclude.clear();
@@ -730,8 +764,10 @@ class Simulation {
     AfterFailure after = decide_after_failure(by_slurm, refused, false, is_retried(c.failure_class, config_.failover),
                                               j.retries_used, c_.retries);
     if (after != AfterFailure::fail_over) {
-      if (j.state == Job::State::running) end_attempt(id, SlurmJobState::failed);
-      human(id);
+      // Recorded only: a job still running (hung, or on a drained node) runs on until it ends,
+      // and its owner resubmits it then.
+      if (j.state == Job::State::running) j.left_to_owner = true;
+      else human(id);
       return;
     }
     FailoverRecord f;
@@ -751,18 +787,25 @@ class Simulation {
     at(now_ + c_.safed_pass_s, [this, id] { safed_pass(id); });
   }
 
-  // One reconcile pass's step of the job's failover, as failover_executor.cpp takes it.
+  // One reconcile pass over the job's failover, as failover_executor.cpp takes it: phase after
+  // phase until one has to wait (at most 6, as there).
   void safed_pass(int id) {
     Job& j = jobs_[id];
-    if (!j.failover) return;
+    for (int phases = 0; phases < 6 && j.failover; ++phases)
+      if (!safed_phase(id)) break;
+    if (j.failover) at(now_ + c_.safed_pass_s, [this, id] { safed_pass(id); });
+  }
+  // One phase of the failover: true when it moved on to the next.
+  bool safed_phase(int id) {
+    Job& j = jobs_[id];
     FailoverRecord& f = *j.failover;
     long long now = unix_now();
     switch (f.phase) {
       case FailoverPhase::waiting: {
         FailoverStep s = decide_waiting(f, j.slurm, kCheckpointSignal, now);
-        if (s.kind != FailoverStep::Kind::begin) break;
+        if (s.kind != FailoverStep::Kind::begin) return false;
         bool node_fault = f.failure_class == to_string(FailureClass::node_fault);
-        if (!limiter_.try_acquire(now, "tenant-" + std::to_string(id % 8), node_fault)) break;
+        if (!limiter_.try_acquire(now, "tenant-" + std::to_string(id % 8), node_fault)) return false;
         if (s.signal) {
           f.signal_time = now;
           f.phase = FailoverPhase::signalled;
@@ -770,19 +813,20 @@ class Simulation {
         } else {
           f.phase = FailoverPhase::requeueing;
         }
-        break;
+        return true;
       }
       case FailoverPhase::signalled: {
         FailoverStep s = decide_signalled(f, j.slurm, config_.checkpoint.grace_s, j.checkpointed_after_signal, now);
-        if (s.kind == FailoverStep::Kind::stop_waiting) f.phase = FailoverPhase::requeueing;
-        break;
+        if (s.kind != FailoverStep::Kind::stop_waiting) return false;
+        f.phase = FailoverPhase::requeueing;
+        return true;
       }
       case FailoverPhase::requeueing: {
         std::vector<RunNode> run;
         for (int n : (j.nodes.empty() ? j.last_nodes : j.nodes))
           run.push_back({nodes_[n].name, nodes_[n].down, nodes_[n].down, false, ""});
         FailoverStep s = decide_requeueing(f, j.slurm, run);
-        if (s.kind != FailoverStep::Kind::requeue || s.hold) break;
+        if (s.kind != FailoverStep::Kind::requeue || s.hold) return false;
         // slurm_requeue: a run still going is killed and winds down; the restart count goes up.
         bool was_running = j.state == Job::State::running;
         end_attempt(id, SlurmJobState::pending);
@@ -793,7 +837,7 @@ class Simulation {
         if (was_running) at(now_ + c_.wind_down_s, [this, id] { jobs_[id].slurm.completing = false; });
         f.requeue_time = now;
         f.phase = FailoverPhase::requeued;
-        break;
+        return true;
       }
       case FailoverPhase::requeued: {
         RestartInputs in;
@@ -804,7 +848,7 @@ class Simulation {
         in.num_nodes = static_cast<std::uint32_t>(j.spec.nodes);
         RestartPlacement p = place_restart(in, slurm_nodes_);
         FailoverStep s = decide_requeued(f, j.slurm, p, c_.credential_s + 1, now);
-        if (s.kind != FailoverStep::Kind::restart) break;
+        if (s.kind != FailoverStep::Kind::restart) return false;
         j.exclude.clear();
         for (auto& name : expand_hostlist(s.placement.exclude)) j.exclude.insert(std::stoi(name.substr(1)) - 1);
         j.eligible_at = static_cast<double>(s.start - kEpoch);
@@ -814,12 +858,11 @@ class Simulation {
         j.failovers.push_back(f);
         j.failover.reset();
         at(j.eligible_at, [this] { schedule(); });
-        return;
+        return true;
       }
       default:
-        return;
+        return false;
     }
-    if (j.failover) at(now_ + c_.safed_pass_s, [this, id] { safed_pass(id); });
   }
 
   // The checkpoint signal: a trainer that still runs saves at its next step and exits; a hung one
@@ -852,6 +895,7 @@ class Simulation {
     double ran = result_.time.allocated - result_.time.queued;
     result_.ettr = ran > 0 ? result_.time.productive / ran : 0;
     result_.cluster_goodput = result_.time.productive / (static_cast<double>(nodes_.size()) * sc_.gpus_per_node * horizon_);
+    result_.allocated_goodput = result_.time.allocated > 0 ? result_.time.productive / result_.time.allocated : 0;
     return result_;
   }
 

@@ -52,6 +52,10 @@ struct SimResult {
   // fault counts).
   double ettr = 0;
   double cluster_goodput = 0;   // productive / every GPU of the cluster (spares too) for the whole run
+  double allocated_goodput = 0; // productive / the jobs' wall time from submission (queueing too)
+  // The jobs that completed: the work they asked for, and what they kept (the same, or the
+  // simulation lost or invented work).
+  double completed_work_gpu_s = 0, completed_kept_gpu_s = 0;
   int restarts = 0;             // attempts after the first, all jobs
   int human_resubmits = 0;      // of those, by a person
   int quarantines = 0;          // lemon nodes SaFE quarantined
