@@ -165,7 +165,7 @@ SlurmNode convert(const node_info_t& n) {
   o.state_down = base == NODE_STATE_DOWN || (n.node_state & NODE_STATE_FAIL) != 0;
   o.not_responding = (n.node_state & NODE_STATE_NO_RESPOND) != 0;
   o.drain = (n.node_state & NODE_STATE_DRAIN) != 0;
-  o.idle = base == NODE_STATE_IDLE;
+  o.busy = base == NODE_STATE_ALLOCATED || base == NODE_STATE_MIXED || (n.node_state & NODE_STATE_COMPLETING) != 0;
   if (reason_counts(o.drain, base == NODE_STATE_DOWN, (n.node_state & NODE_STATE_FAIL) != 0)) {
     o.reason = text(n.reason);
     o.reason_time = n.reason_time;

@@ -74,7 +74,7 @@ struct SlurmNode {
   bool state_down = false;   // DOWN base state or FAIL: Slurm has taken the node out of service
   bool not_responding = false;
   bool drain = false;        // DRAIN flag
-  bool idle = false;
+  bool busy = false;         // ALLOCATED or MIXED, or completing a job: another job holds it
   // Only on a node that is DRAIN, DOWN or FAIL (reason_counts); empty on any other.
   std::string reason;
   std::time_t reason_time = 0;

@@ -104,16 +104,17 @@ RestartPlacement place_restart(const RestartInputs& in, const std::vector<SlurmN
   }
   std::set<std::string> excluded(exclude.begin(), exclude.end());
   // The nodes the job just left are healthy but refuse it until its old credential expires: keep
-  // it off them too when idle nodes elsewhere can hold it now, else start it once that expires.
+  // it off them too when free nodes elsewhere can hold it now, else start it once that expires.
   // Nodes busy with other jobs do not count: on a full cluster the job would wait hours for them
-  // instead of a credential's lifetime for its own (the goodput simulation found it).
+  // instead of a credential's lifetime for its own (the goodput simulation found it). A node in
+  // no state yet (UNKNOWN, just after slurmctld restarted) is not busy.
   std::vector<std::string> recent;
   for (auto& n : expand_hostlist(in.left))
     if (!excluded.count(n)) recent.push_back(n);
   std::set<std::string> recent_set(recent.begin(), recent.end());
   long long usable_elsewhere = 0;
   for (const SlurmNode& n : nodes)
-    if (!n.down && !n.drain && n.idle && !excluded.count(n.name) && !recent_set.count(n.name)) ++usable_elsewhere;
+    if (!n.down && !n.drain && !n.busy && !excluded.count(n.name) && !recent_set.count(n.name)) ++usable_elsewhere;
   bool needs_recent = false;
   for (const auto& n : recent) needs_recent = needs_recent || keep.count(n) > 0;
   if (!needs_recent && usable_elsewhere >= std::max<long long>(1, in.num_nodes)) {

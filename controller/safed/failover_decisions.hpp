@@ -49,8 +49,8 @@ struct RestartInputs {
 
 // Keeps the job off its bad nodes when the rest of `nodes` can hold it (else Slurm's drains keep
 // it off those still out of service) and off those it excluded itself; drops a failed node it
-// requires (-w) from its required list; keeps it off the nodes it just left when idle nodes
-// elsewhere can hold it, else waits out their credential.
+// requires (-w) from its required list; keeps it off the nodes it just left when free nodes
+// elsewhere (not busy with other jobs) can hold it, else waits out their credential.
 RestartPlacement place_restart(const RestartInputs& in, const std::vector<SlurmNode>& nodes);
 
 struct FailoverStep {

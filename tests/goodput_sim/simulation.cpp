@@ -231,7 +231,7 @@ class Simulation {
     SlurmNode& s = slurm_nodes_[n];
     s.down = s.state_down = node.down;
     s.drain = node.drained || node.quarantined || node.tainted || node.admin_drained;
-    s.idle = node.job < 0;
+    s.busy = node.job >= 0;
   }
   void release_nodes(Job& j) {
     for (int n : j.nodes) {

@@ -290,7 +290,6 @@ std::vector<SlurmNode> cluster(int n) {
   for (int i = 1; i <= n; ++i) {
     SlurmNode node;
     node.name = "n" + std::to_string(i);
-    node.idle = true;
     out.push_back(node);
   }
   return out;
@@ -322,10 +321,10 @@ TEST(RestartPlacement, WaitsOutTheCredentialWhenTheRestOfTheClusterCannotHoldIt)
   nodes.back().drain = true;
   EXPECT_TRUE(place_restart(in, nodes).wait_credential) << "a drained node holds nothing";
   nodes.back().drain = false;
-  nodes.back().idle = false;
+  nodes.back().busy = true;
   EXPECT_TRUE(place_restart(in, nodes).wait_credential)
       << "a node busy with another job holds nothing now: the credential's lifetime is the shorter wait";
-  nodes.back().idle = true;
+  nodes.back().busy = false;
   EXPECT_FALSE(place_restart(in, nodes).wait_credential);
 }
 

@@ -27,7 +27,6 @@ class PlannerTest : public ::testing::Test {
     for (int i = 1; i <= 6; ++i) {
       SlurmNode n;
       n.name = "n" + std::to_string(i);
-      n.idle = true;
       slurm.nodes.push_back(n);
     }
     config.failover.backoff_initial_s = 10;
@@ -789,7 +788,6 @@ class LostNodeTest : public PlannerTest {
   void slurm_loses_n4() {
     SlurmNode* n = slurm.node("n4");
     n->down = n->state_down = n->not_responding = true;
-    n->idle = false;
     n->reason = "Not responding";
     n->reason_time = now;
     run_for(1);
@@ -797,7 +795,6 @@ class LostNodeTest : public PlannerTest {
   void slurm_returns_n4() {
     SlurmNode* n = slurm.node("n4");
     n->down = n->state_down = n->not_responding = false;
-    n->idle = true;
     n->reason.clear();
     run_for(1);
   }

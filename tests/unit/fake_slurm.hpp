@@ -55,7 +55,7 @@ class FakeSlurm : public SlurmClient, public SlurmNodeControl {
     SlurmNode n;
     n.name = name;
     n.state = state;
-    n.idle = state.starts_with("IDLE");
+    n.busy = state.starts_with("ALLOC") || state.starts_with("MIXED") || state.find("COMPLETING") != std::string::npos;
     n.drain = state.find("DRAIN") != std::string::npos;
     n.down = n.state_down = state.starts_with("DOWN") || state.find("FAIL") != std::string::npos;
     n.reason = reason;
