@@ -34,6 +34,12 @@ double percentile(std::vector<double> v, double p) {
 
 double hours(double gpu_s) { return gpu_s / 3600; }
 
+json_t* digest_json(std::uint64_t digest) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(digest));
+  return json_string(hex);
+}
+
 json_t* result_json(const SimResult& r, std::uint64_t digest) {
   json_t* o = json_object();
   json_object_set_new(o, "policy", json_string(to_string(r.settings.policy).c_str()));
@@ -75,9 +81,7 @@ json_t* result_json(const SimResult& r, std::uint64_t digest) {
   json_object_set_new(o, "safe_classified", classified);
   json_object_set_new(o, "jobs", json_integer(r.jobs));
   json_object_set_new(o, "jobs_completed", json_integer(r.jobs_completed));
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(digest));
-  json_object_set_new(o, "trace_digest", json_string(hex));
+  json_object_set_new(o, "trace_digest", digest_json(digest));
   return o;
 }
 
@@ -121,10 +125,8 @@ int main(int argc, char** argv) {
   for (int spares : scenario.spares) {
     Trace trace = draw_trace(scenario, spares, seed);
     json_t* t = json_object();
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(trace.digest));
     json_object_set_new(t, "spares", json_integer(spares));
-    json_object_set_new(t, "digest", json_string(hex));
+    json_object_set_new(t, "digest", digest_json(trace.digest));
     json_object_set_new(t, "faults", json_integer(static_cast<json_int_t>(trace.faults.size())));
     json_object_set_new(t, "jobs", json_integer(static_cast<json_int_t>(trace.jobs.size())));
     json_array_append_new(traces, t);

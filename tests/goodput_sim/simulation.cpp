@@ -438,7 +438,6 @@ class Simulation {
     j.slurm.state = SlurmJobState::running;
     j.slurm.completing = false;
     j.slurm.nodes = hostlist_of(j.nodes);
-    j.slurm.start_time = unix_now();
     if (j.spec.work_s >= 0)
       at_attempt(finish_time(j), id, [this, id] {
         if (jobs_[id].stop == kNever) complete(id);  // not hung, stopped, or saving on the signal
@@ -677,7 +676,6 @@ class Simulation {
     j.state = Job::State::pending;
     j.eligible_at = kNever;  // until someone requeues or resubmits it
     j.slurm.state = state;
-    j.slurm.end_time = unix_now();
     j.last_nodes = j.nodes;
     release_nodes(j);
   }

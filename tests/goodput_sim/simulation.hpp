@@ -42,7 +42,6 @@ struct FaultCount {
   int idle_node = 0;       // struck a node no job was on (it is out of service until repaired)
   int out_of_service = 0;  // struck a node already out of service
   int job_not_running = 0; // a job-level fault of a job not running then
-  int total() const { return interrupted + idle_node + out_of_service + job_not_running; }
 };
 
 struct SimResult {
