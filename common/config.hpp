@@ -79,6 +79,10 @@ struct HealthConfig {
   std::vector<MountRequirement> mounts;
   int ib_min_rate_gbps = 0;  // 0: do not check IB ports
   std::string numa_reference;  // file with the expected GPU -> NUMA map; empty: not checked
+  // Each run's Prometheus text goes to safe-healthcheck-NODE.prom here, for node_exporter's
+  // textfile collector (Debian's prometheus-node-exporter reads this directory). Written only when
+  // the directory exists, so a node without node_exporter needs no setting; "": never written.
+  std::string metrics_dir = "/var/lib/prometheus/node-exporter";
   HealthThresholds thresholds;
 };
 

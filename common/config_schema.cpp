@@ -416,6 +416,7 @@ void read_health(MapScope& s, HealthConfig& h) {
   s.list_of("mounts", h.mounts, read_mount);
   s.integer("ib_min_rate_gbps", h.ib_min_rate_gbps, 0, 10000);
   s.string("numa_reference", h.numa_reference, kOptionalAbsolutePath);
+  s.string("metrics_dir", h.metrics_dir, kOptionalAbsolutePath);
   s.section("thresholds", h.thresholds, read_thresholds);
   // A run waits at most check_timeout_s for the checks, then may call scontrol once more.
   if (h.check_timeout_s + h.slurm_timeout_s > 55)

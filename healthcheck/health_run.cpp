@@ -10,12 +10,14 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
 
 #include "common/json_utf8.hpp"
 #include "common/json_value.hpp"
+#include "common/prometheus_text.hpp"
 #include "common/result.hpp"
 #include "common/unique_fd.hpp"
 #include "healthcheck/host_checks.hpp"
@@ -267,6 +269,12 @@ RunReport run_health_once(const RunOptions& o, ProcessRunner& runner, SlurmNodeC
   // The report of the run goes on: a history that cannot be saved is no fault of the node.
   if (Status written = write_atomically(base + ".last.json", report_json(report)); saved && !written)
     report.state_error = written.error();
+  // node_exporter reads the file while it is replaced: write_atomically renames a complete one
+  // over it. A node without node_exporter has no such directory, and nothing to report.
+  if (!h.metrics_dir.empty() && std::filesystem::is_directory(h.metrics_dir))
+    if (Status written = write_atomically(h.metrics_dir + "/safe-healthcheck-" + o.node + ".prom", report_metrics(report));
+        !written)
+      report.metrics_error = written.error();
   return report;
 }
 
@@ -289,6 +297,7 @@ std::string summary_line(const RunReport& r) {
   if (!r.state_error.empty())
     s << "; history not saved: " << r.state_error
       << " (its fault and recovery counts do not advance until health.state_dir takes writes)";
+  if (!r.metrics_error.empty()) s << "; metrics not written: " << r.metrics_error;
   if (r.decision.action != NodeAction::none) {
     s << "; " << to_string(r.decision.action) << (r.decision.reason.empty() ? "" : " \"" + r.decision.reason + "\"");
     if (!r.action_ok) s << " FAILED: " << r.action_error << " (check SLURM_CONF and that slurmctld answers)";
@@ -328,6 +337,29 @@ std::string report_json(const RunReport& r) {
   if (!r.action_error.empty()) json_object_set_new(action, "error", json_utf8(r.action_error));
   json_object_set_new(root, "action", action);
   return json_document(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+}
+
+std::string report_metrics(const RunReport& r) {
+  const std::string node = "node=\"" + prometheus_label_value(r.node) + "\"";
+  std::ostringstream m;
+  m << "# HELP safe_health_last_run_timestamp_seconds When safe-healthcheck last ran on the node.\n"
+       "# TYPE safe_health_last_run_timestamp_seconds gauge\n"
+    << "safe_health_last_run_timestamp_seconds{" << node << "} " << r.time << "\n"
+    << "# HELP safe_health_run_duration_seconds How long the last run took.\n"
+       "# TYPE safe_health_run_duration_seconds gauge\n"
+    << "safe_health_run_duration_seconds{" << node << "} " << r.elapsed_ms / 1000.0 << "\n"
+    << "# HELP safe_health_status 1 for the node's status after the last run (healthy, suspect, failing, "
+       "unhealthy, not-run).\n# TYPE safe_health_status gauge\n";
+  for (const char* status : {"healthy", "suspect", "failing", "unhealthy", "not-run"})
+    m << "safe_health_status{" << node << ",status=\"" << status << "\"} " << (r.status == status ? 1 : 0) << "\n";
+  m << "# HELP safe_health_check 1 for each check's result in the last run (after hysteresis).\n"
+       "# TYPE safe_health_check gauge\n";
+  for (const auto& c : r.results)
+    for (auto status : {CheckStatus::pass, CheckStatus::fail, CheckStatus::unknown})
+      m << "safe_health_check{" << node << ",check=\"" << prometheus_label_value(c.check) << "\",severity=\""
+        << to_string(c.severity) << "\",status=\"" << to_string(status) << "\"} " << (c.status == status ? 1 : 0)
+        << "\n";
+  return m.str();
 }
 
 }  // namespace safe

@@ -54,11 +54,15 @@ struct RunReport {
   // or read-only disk): the run acted as usual, but its counts toward a drain or a resume did
   // not advance; "" when saved.
   std::string state_error;
+  std::string metrics_error;  // why health.metrics_dir's file could not be written; "" when it was
 };
 
 RunReport run_health_once(const RunOptions& options, ProcessRunner& runner, SlurmNodeControl& slurm);
 
 std::string summary_line(const RunReport& report);  // "safe-healthcheck: n1: ..."
 std::string report_json(const RunReport& report);
+// The run as Prometheus text for node_exporter's textfile collector: when it ran (an alert finds
+// nodes whose checker stopped), its status and each check's result.
+std::string report_metrics(const RunReport& report);
 
 }  // namespace safe

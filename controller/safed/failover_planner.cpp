@@ -193,6 +193,9 @@ void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, 
   const JobRecord before = t.record;
   t.record.max_retries = meta.settings.retries;
   t.record.retries_used = std::max(t.record.retries_used, meta.retries_used);
+  // A pending job's StartTime is only Slurm's estimate.
+  if (!t.first_start && job.start_time && (job.state == SlurmJobState::running || ended(job.state)))
+    t.first_start = job.start_time;
   note_run(t, job, now);
   if (!ended(job.state) && t.record.end_time == 0 && t.record.state != SafeJobState::failing_over &&
       !(t.record.state == SafeJobState::held && job.state == SlurmJobState::pending))
@@ -218,6 +221,7 @@ void FailoverPlanner::adopt(TrackedJob& t, const SlurmJob& job, const JobMetadat
     t.record.user_id = job.user_id;  // a store from before user ids has 0
     for (const auto& a : store_.attempts(key)) {
       if (!a.end_state.empty()) t.classified_attempt = std::max(t.classified_attempt, a.attempt);
+      if (a.start_time && (!t.first_start || a.start_time < t.first_start)) t.first_start = a.start_time;
       if (a.attempt >= t.running_attempt) {
         t.running_attempt = a.attempt;
         t.attempt_nodes = a.nodes;

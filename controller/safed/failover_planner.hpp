@@ -42,6 +42,9 @@ struct TrackedJob {
   int running_attempt = -1;  // restart count of the run last seen running
   std::string attempt_nodes;
   long long attempt_start = 0;
+  // When its first run started (its earliest attempt in the store after a restart of safed): ETTR's
+  // wall time runs from here, so waiting in the queue before the job ever ran is not lost time.
+  long long first_start = 0;
   int classified_attempt = -1;  // restart count of the last attempt classified
   SlurmJobState last_state = SlurmJobState::pending;
   bool seen = false;

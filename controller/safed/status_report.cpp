@@ -10,6 +10,7 @@
 #include "common/admission.hpp"
 #include "common/json_utf8.hpp"
 #include "common/json_value.hpp"
+#include "common/prometheus_text.hpp"
 
 namespace safe {
 namespace {
@@ -17,19 +18,6 @@ namespace {
 std::string dump(json_t* root) {
   Json owner(root);
   return json_document(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-}
-
-std::string label(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
 }
 
 json_t* job_json(const JobRecord& j) {
@@ -54,17 +42,19 @@ json_t* job_json(const JobRecord& j) {
 
 }  // namespace
 
+std::string workspace_label(const std::string& workspace) { return workspace.empty() ? "(none)" : workspace; }
+
 std::map<std::string, WorkspaceTime> workspace_times(const FailoverPlanner& planner, long long now) {
   std::map<std::string, WorkspaceTime> out;
   for (const auto& [id, t] : planner.jobs()) {
     const JobRecord& r = t.record;
-    if (!r.submit_time) continue;
+    if (!t.first_start) continue;  // it has not run yet: nothing gained or lost
     WorkspaceTime& w = out[r.workspace];
     double productive = static_cast<double>(r.run_seconds - r.lost_seconds);
     if (r.state == SafeJobState::running && t.attempt_start) productive += static_cast<double>(now - t.attempt_start);
     long long end = r.end_time ? r.end_time : now;
     w.productive_s += productive;
-    w.wall_s += static_cast<double>(std::max<long long>(0, end - r.submit_time));
+    w.wall_s += static_cast<double>(std::max<long long>(0, end - t.first_start));
   }
   return out;
 }
@@ -121,7 +111,9 @@ std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& hea
   m << "# HELP safe_failovers_refused_total Failures not retried because the job's retries were used up.\n"
        "# TYPE safe_failovers_refused_total counter\nsafe_failovers_refused_total "
     << c.refused_exhausted << "\n";
-  static constexpr std::array<double, 10> kBuckets{5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600};
+  // From a failover onto free nodes (seconds: 2-5 s on the local cluster) to one that waited for
+  // the queue or a repair (hours).
+  static constexpr std::array<double, 14> kBuckets{1, 2, 3, 5, 7.5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600};
   m << "# HELP safe_mttr_seconds Time from a fault to the job running again.\n# TYPE safe_mttr_seconds histogram\n";
   double sum = 0;
   for (double b : kBuckets) {
@@ -135,12 +127,12 @@ std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& hea
   m << "# HELP safe_time_lost_seconds_total Seconds from faults to running again, per workspace.\n"
        "# TYPE safe_time_lost_seconds_total counter\n";
   for (const auto& [ws, s] : c.time_lost_by_workspace)
-    m << "safe_time_lost_seconds_total{workspace=\"" << label(ws) << "\"} " << s << "\n";
+    m << "safe_time_lost_seconds_total{workspace=\"" << prometheus_label_value(workspace_label(ws)) << "\"} " << s << "\n";
   m << "# HELP safe_ettr Effective training time ratio per workspace: productive time (run time less the work "
-       "failed attempts did after their newest checkpoint) / wall time since submission.\n"
+       "failed attempts did after their newest checkpoint) / wall time since the job first ran.\n"
        "# TYPE safe_ettr gauge\n";
   for (const auto& [ws, w] : workspace_times(planner, now))
-    m << "safe_ettr{workspace=\"" << label(ws) << "\"} " << w.ettr() << "\n";
+    m << "safe_ettr{workspace=\"" << prometheus_label_value(workspace_label(ws)) << "\"} " << w.ettr() << "\n";
   std::map<std::string, int> by_condition;
   for (auto cond : {NodeCondition::ok, NodeCondition::safe_drain, NodeCondition::quarantined, NodeCondition::down,
                     NodeCondition::admin_drain})
@@ -149,7 +141,7 @@ std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& hea
   m << "# HELP safe_nodes Nodes by health state as SaFE sees them.\n# TYPE safe_nodes gauge\n";
   for (const auto& [cond, n] : by_condition) m << "safe_nodes{state=\"" << cond << "\"} " << n << "\n";
   m << "# HELP safe_node_quarantined 1 for each node SaFE quarantined.\n# TYPE safe_node_quarantined gauge\n";
-  for (const auto& [node, q] : planner.quarantined()) m << "safe_node_quarantined{node=\"" << label(node) << "\"} 1\n";
+  for (const auto& [node, q] : planner.quarantined()) m << "safe_node_quarantined{node=\"" << prometheus_label_value(node) << "\"} 1\n";
   m << "# HELP safe_quarantined_nodes Nodes in quarantine.\n# TYPE safe_quarantined_nodes gauge\n"
     << "safe_quarantined_nodes " << planner.quarantined().size() << "\n";
   m << "# HELP safe_workspace_gpus GPUs of a workspace in use and its quota (Slurm licenses).\n"
@@ -157,8 +149,8 @@ std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& hea
   for (const auto& l : health.licenses) {
     if (l.name.rfind("safe_ws_", 0) != 0) continue;
     std::string ws = l.name.substr(8);
-    m << "safe_workspace_gpus{workspace=\"" << label(ws) << "\",kind=\"in_use\"} " << l.in_use << "\n"
-      << "safe_workspace_gpus{workspace=\"" << label(ws) << "\",kind=\"quota\"} " << l.total << "\n";
+    m << "safe_workspace_gpus{workspace=\"" << prometheus_label_value(ws) << "\",kind=\"in_use\"} " << l.in_use << "\n"
+      << "safe_workspace_gpus{workspace=\"" << prometheus_label_value(ws) << "\",kind=\"quota\"} " << l.total << "\n";
   }
   return m.str();
 }

@@ -42,11 +42,16 @@ std::string render_jobs_json(StateStore& store, bool include_finished, std::opti
 std::string render_job_json(StateStore& store, std::uint32_t job_id, std::optional<long long> submitted,
                             std::optional<std::uint32_t> user);
 
-// ETTR of one workspace: productive run time / wall time since submission, over its SaFE jobs.
+// ETTR of one workspace: productive run time / wall time since its jobs first ran, over its SaFE
+// jobs that ran (Meta's definition: queueing before a job first ran is not lost). Jobs that ran
+// for no measurable time lost nothing: 1.
 struct WorkspaceTime {
   double productive_s = 0, wall_s = 0;
-  double ettr() const { return wall_s > 0 ? productive_s / wall_s : 0; }
+  double ettr() const { return wall_s > 0 ? productive_s / wall_s : 1; }
 };
 std::map<std::string, WorkspaceTime> workspace_times(const FailoverPlanner& planner, long long now);
+// A workspace as a metric label: jobs in none get "(none)", which no workspace can be named (an
+// empty label value is the same as no label to Prometheus).
+std::string workspace_label(const std::string& workspace);
 
 }  // namespace safe

@@ -1047,7 +1047,7 @@ TEST_F(PlannerTest, EttrLeavesOutTheWorkAFailedAttemptDidAfterItsCheckpoint) {
   EXPECT_EQ(80, store.job(key(7))->run_seconds);
   EXPECT_EQ(20, store.job(key(7))->lost_seconds);
   // Restarted at 1040 from the checkpoint; at 1100 the workspace has 60 s + 60 s productive of
-  // 200 s since submission.
+  // 150 s since the job first ran (the 50 s it queued before that are not lost).
   now = 1040;
   pass();
   start_again(7, "n[3-4]");
@@ -1055,8 +1055,43 @@ TEST_F(PlannerTest, EttrLeavesOutTheWorkAFailedAttemptDidAfterItsCheckpoint) {
   pass();
   auto times = workspace_times(*planner, now);
   EXPECT_DOUBLE_EQ(120, times["ml"].productive_s);
-  EXPECT_DOUBLE_EQ(200, times["ml"].wall_s);
-  EXPECT_DOUBLE_EQ(0.6, times["ml"].ettr());
+  EXPECT_DOUBLE_EQ(150, times["ml"].wall_s);
+  EXPECT_DOUBLE_EQ(0.8, times["ml"].ettr());
+  // A new planner (safed restarted) finds the first start among the job's attempts in the store.
+  make_planner();
+  pass();
+  EXPECT_DOUBLE_EQ(150, workspace_times(*planner, now)["ml"].wall_s);
+}
+
+TEST_F(PlannerTest, EttrOfAWorkspaceWhoseJobCompletedWithoutAFailureIsOne) {
+  add_job(7, "n[1-2]");  // submitted at 900, started at 950: 50 s in the queue
+  pass();
+  now = 1000;
+  end_job(7, SlurmJobState::complete);
+  pass();
+  EXPECT_DOUBLE_EQ(1, workspace_times(*planner, now)["ml"].ettr());
+  add_job(8, "", "safe: ws=cv retries=0/3 health=standard sig=USR1@30 hang=0 gpus=2").state =
+      SlurmJobState::pending;  // Slurm's StartTime of a pending job is an estimate
+  pass();
+  EXPECT_EQ(0u, workspace_times(*planner, now).count("cv")) << "a job that never ran has no ETTR yet";
+}
+
+TEST_F(PlannerTest, MetricsPutAFastFailoverInItsOwnBucketAndNameTheEmptyWorkspace) {
+  add_job(7, "n[1-2]", "safe: retries=0/3 health=standard sig=USR1@30 hang=0 gpus=2");  // no workspace
+  pass();
+  now = 1000;
+  end_job(7, SlurmJobState::node_fail);
+  pass();
+  ASSERT_EQ(1, slurm.count("requeue 7"));
+  now = 1004;
+  start_again(7, "n[3-4]");
+  pass();
+  std::string metrics = render_metrics(*planner, ControllerHealth{}, now);
+  EXPECT_NE(std::string::npos, metrics.find("safe_mttr_seconds_bucket{le=\"3\"} 0\n")) << metrics;
+  EXPECT_NE(std::string::npos, metrics.find("safe_mttr_seconds_bucket{le=\"5\"} 1\n")) << metrics;
+  EXPECT_NE(std::string::npos, metrics.find("safe_time_lost_seconds_total{workspace=\"(none)\"} 4\n")) << metrics;
+  EXPECT_NE(std::string::npos, metrics.find("safe_ettr{workspace=\"(none)\"} ")) << metrics;
+  EXPECT_EQ(std::string::npos, metrics.find("workspace=\"\"")) << metrics;
 }
 
 TEST_F(PlannerTest, EttrOfAFailoverOnTheCheckpointSignalCountsTheRunUpToTheRequeue) {

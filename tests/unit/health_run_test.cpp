@@ -5,6 +5,8 @@
 
 #include <fcntl.h>
 #include <fstream>
+#include <set>
+#include <sstream>
 
 #include "common/sim_gpu_file.hpp"
 #include "healthcheck/health_run.hpp"
@@ -23,6 +25,7 @@ class HealthRun : public ::testing::Test {
     options.self_exe = "/usr/sbin/safe-healthcheck";
     options.config.health.backend = GpuBackendKind::sim;
     options.config.health.state_dir = dir.path() + "/state";
+    options.config.health.metrics_dir = dir.path() + "/node-exporter";  // made by the test that reads it
     options.config.health.expected_gpus = 8;
     runner.respond = [this](const std::vector<std::string>& argv) -> ProcessResult {
       if (argv.at(1) != kGpuSnapshotChildFlag) return ProcessResult{};
@@ -50,6 +53,33 @@ TEST_F(HealthRun, HealthyNodeIsLeftAlone) {
   EXPECT_EQ(r.results.size(), 16u);
   EXPECT_NE(summary_line(r).find("safe-healthcheck: n1: healthy (16 pass, 0 fail, 0 unknown"), std::string::npos)
       << summary_line(r);
+}
+
+TEST_F(HealthRun, EachRunLeavesItsMetricsForNodeExporterWhenItsDirectoryExists) {
+  const std::string file = dir.path() + "/node-exporter/safe-healthcheck-n1.prom";
+  run();
+  EXPECT_FALSE(std::ifstream(file)) << "no node_exporter directory: nothing written";
+  ASSERT_EQ(0, ::mkdir((dir.path() + "/node-exporter").c_str(), 0755));
+  inject(3, SimFault::ecc);
+  RunReport r = run();
+  std::ifstream in(file);
+  ASSERT_TRUE(in) << summary_line(r);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string m = text.str();
+  EXPECT_NE(m.find("safe_health_last_run_timestamp_seconds{node=\"n1\"} " + std::to_string(r.time) + "\n"),
+            std::string::npos) << m;
+  EXPECT_NE(m.find("safe_health_status{node=\"n1\",status=\"unhealthy\"} 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("safe_health_status{node=\"n1\",status=\"healthy\"} 0\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("safe_health_check{node=\"n1\",check=\"ecc_uncorrectable\",severity=\"critical\",status=\"fail\"} 1\n"),
+            std::string::npos) << m;
+  // node_exporter refuses a file that repeats a series: every check appears once.
+  std::set<std::string> series;
+  std::istringstream lines(m);
+  for (std::string line; std::getline(lines, line);) {
+    if (line[0] == '#') continue;
+    EXPECT_TRUE(series.insert(line.substr(0, line.rfind(' '))).second) << line;
+  }
 }
 
 TEST_F(HealthRun, UncorrectableEccDrainsThenResumesAfterThreeCleanRuns) {
