@@ -43,6 +43,9 @@ PACKAGES=(
   python3-venv python3-setuptools python3-wheel
   # safed's leadership (controller.ha) is tested against a real etcd the test starts
   etcd-server
+  # the alerting rules and dashboards (etc/prometheus, etc/grafana) are tested with promtool and a
+  # real Prometheus scraping safed, the bridge and a node_exporter
+  prometheus prometheus-node-exporter
   # systemd-analyze checks the shipped units (systemd need not be PID 1)
   systemd
   # the packages (./bootstrap.sh package; the test suite builds and checks them)

@@ -23,14 +23,17 @@ void log_request(const std::string& user, const HttpRequest& r, int status, doub
 
 }  // namespace
 
-BridgeHttpServer::BridgeHttpServer(HttpServiceSettings settings, BridgeApi& api)
+BridgeHttpServer::BridgeHttpServer(HttpServiceSettings settings, BridgeApi& api, BridgeMetrics& metrics)
     : service_(
           std::move(settings),
-          [&api](const HttpRequest& req) {
+          [&api, &metrics](const HttpRequest& req) {
             auto t0 = std::chrono::steady_clock::now();
             ApiResponse out = api.handle(req);
             double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-            if (req.path != "/healthz") log_request(out.user, req, out.status, ms);  // a probe's beat is no news
+            if (req.path != "/healthz") {  // a probe's beat is no news
+              log_request(out.user, req, out.status, ms);
+              metrics.count_request(out.status, ms / 1000.0);
+            }
             return HttpResponse{out.status, std::move(out.body), out.content_type, std::move(out.headers)};
           },
           [](const HttpRequest& req) { return req.path == "/healthz"; }) {}

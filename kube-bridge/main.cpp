@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
   }
   safe::bridge::CurlControllerHistory history(controller_base);
   if (!controller_url.empty() || ha.enabled()) api.set_controller_history(&history);
-  safe::bridge::BridgeHttpServer server(http, api);
+  safe::bridge::BridgeHttpServer server(http, api, metrics);
   if (auto started = server.start(); !started) {
     safe::log_linef(safe::LogPriority::error, "safe-kube-bridge: %s; %s", started.error().c_str(),
                  started.error().find("TLS") != std::string::npos ? "fix kube_bridge.tls_cert and tls_key"

@@ -25,7 +25,12 @@ assert_eq "/etc/safe/safe.yaml " "$(files safe-common)" "safe-common's files"
 assert_eq "$plugindir/job_submit_safe.so $plugindir/spank_safe.so " "$(files safe-slurm-plugins)" "safe-slurm-plugins' files"
 assert_eq "$unitdir/safe-healthcheck-run.service $unitdir/safe-healthcheck-run.timer $unitdir/safe-healthcheck.service /usr/sbin/safe-epilog /usr/sbin/safe-healthcheck /usr/sbin/safe-kube-node /usr/sbin/safe-prolog " \
     "$(files safe-node)" "safe-node's files"
-assert_eq "$unitdir/safed.service /usr/sbin/safed " "$(files safed)" "safed's files"
+# The controller host's package also carries the alerting rules and dashboards (docs/monitoring.md).
+monitoring="/usr/share/safe/grafana/dashboards/safe-bridge.json /usr/share/safe/grafana/dashboards/safe-cluster-health.json \
+/usr/share/safe/grafana/dashboards/safe-controller.json /usr/share/safe/grafana/dashboards/safe-failovers.json \
+/usr/share/safe/grafana/dashboards/safe-workspaces.json /usr/share/safe/grafana/provisioning/dashboards/safe.yaml \
+/usr/share/safe/grafana/provisioning/datasources/safe.yaml /usr/share/safe/prometheus/safe-alerts.yml "
+assert_eq "$unitdir/safed.service /usr/sbin/safed $monitoring" "$(files safed)" "safed's files"
 assert_eq "$unitdir/safe-kube-bridge.service /usr/sbin/safe-kube-bridge " "$(files safe-kube-bridge)" "safe-kube-bridge's files"
 assert_eq "/usr/bin/safectl " "$(files safectl)" "safectl's files"
 dpkg-deb -c "$out"/safe-common_*.deb | grep '/usr/share/doc/safe-common/admin-guide.md$' >/dev/null ||
@@ -92,7 +97,11 @@ rm -rf "$ctrl" "$out/plugins"
 rpmfiles() { rpm -qpl "$out"/rpm/RPMS/*/"$1"-[0-9]*.rpm | grep -v '^/usr/share/doc/\|^/usr/share/licenses/\|^/usr/lib/.build-id' | sort | tr '\n' ' '; }
 assert_eq "/etc/safe /etc/safe/safe.yaml " "$(rpmfiles safe-common)" "the safe-common RPM's files"
 assert_eq "/usr/lib64/slurm/job_submit_safe.so /usr/lib64/slurm/spank_safe.so " "$(rpmfiles safe-slurm-plugins)" "the safe-slurm-plugins RPM's files"
-assert_eq "/usr/lib/systemd/system/safed.service /usr/sbin/safed " "$(rpmfiles safed)" "the safed RPM's files"
+# rpm lists the directories it owns as well: /usr/share/safe and those under it.
+monitoring_dirs="/usr/share/safe /usr/share/safe/grafana /usr/share/safe/grafana/dashboards /usr/share/safe/grafana/provisioning \
+/usr/share/safe/grafana/provisioning/dashboards /usr/share/safe/grafana/provisioning/datasources /usr/share/safe/prometheus"
+assert_eq "$(printf '%s\n' /usr/lib/systemd/system/safed.service /usr/sbin/safed $monitoring $monitoring_dirs | sort | tr '\n' ' ')" \
+    "$(rpmfiles safed)" "the safed RPM's files"
 assert_eq "/usr/lib/systemd/system/safe-kube-bridge.service /usr/sbin/safe-kube-bridge " "$(rpmfiles safe-kube-bridge)" "the safe-kube-bridge RPM's files"
 assert_eq "/usr/bin/safectl " "$(rpmfiles safectl)" "the safectl RPM's files"
 assert_eq "/usr/lib/systemd/system/safe-healthcheck-run.service /usr/lib/systemd/system/safe-healthcheck-run.timer /usr/lib/systemd/system/safe-healthcheck.service /usr/sbin/safe-epilog /usr/sbin/safe-healthcheck /usr/sbin/safe-kube-node /usr/sbin/safe-prolog " \
