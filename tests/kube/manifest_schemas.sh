@@ -5,17 +5,11 @@
 # when npm is absent.
 set -euo pipefail
 src=${SAFE_SOURCE_DIR:?} build=${SAFE_BUILD_DIR:?}
-if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
-    echo "SKIP: npm/node not installed; install Node.js with npm to validate the Kubernetes manifests"
-    exit 77
-fi
+# shellcheck source-path=SCRIPTDIR source=../lib/npm_locked.sh
+. "$src/tests/lib/npm_locked.sh"
 check=$build/kube-manifest-check
-mkdir -p "$check"
-cp "$src/tests/kube/package.json" "$src/tests/kube/package-lock.json" "$src/tests/kube/validate_manifests.mjs" "$check/"
-if [[ ! -d $check/node_modules/kubernetes-models ]] || ! cmp -s "$src/tests/kube/package-lock.json" "$check/node_modules/.package-lock.json.installed"; then
-    (cd "$check" && npm ci --no-audit --no-fund --loglevel=error) || { echo "FAIL: npm ci (is the npm registry reachable?)"; exit 1; }
-    cp "$src/tests/kube/package-lock.json" "$check/node_modules/.package-lock.json.installed"
-fi
+npm_locked "$src/tests/kube" "$check" "validate the Kubernetes manifests"
+cp "$src/tests/kube/validate_manifests.mjs" "$check/"
 out=$check/manifests
 rm -rf "$out"
 mkdir -p "$out"
