@@ -46,8 +46,8 @@ PACKAGES=(
   # the alerting rules and dashboards (etc/prometheus, etc/grafana) are tested with promtool and a
   # real Prometheus scraping safed, the bridge and a node_exporter
   prometheus prometheus-node-exporter
-  # systemd-analyze checks the shipped units (systemd need not be PID 1)
-  systemd
+  # systemd-analyze checks the shipped units (systemd need not be PID 1); man checks the man pages
+  systemd man-db
   # the packages (./bootstrap.sh package; the test suite builds and checks them)
   debhelper lintian rpm git mmdebstrap
 )

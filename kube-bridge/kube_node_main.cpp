@@ -21,7 +21,11 @@ int usage(const char* why) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 3) return usage(nullptr);
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::printf("usage: safe-kube-node mark|clear NODE [--reason CLASS] [--kubeconfig FILE]\n");
+    return 0;
+  }
+  if (argc < 3) return usage("needs an action and a node");
   std::string action = argv[1], node = argv[2], reason = "gpu_fault", kubeconfig;
   if (action != "mark" && action != "clear") return usage(("unknown action '" + action + "'").c_str());
   for (int i = 3; i < argc; ++i) {

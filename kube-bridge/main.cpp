@@ -29,9 +29,10 @@
 
 namespace {
 
+// On a mistake (message given) the usage goes to stderr and the exit code is 2; --help prints it.
 int usage(const char* message) {
   if (message) std::fprintf(stderr, "safe-kube-bridge: %s\n", message);
-  std::fprintf(stderr,
+  std::fprintf(message ? stderr : stdout,
                "usage: safe-kube-bridge [--config FILE] [--listen HOST:PORT] [--jwt-key-file FILE] [--work-dir DIR]\n"
                "  --config        safe.yaml (default $SAFE_CONFIG, else /etc/safe/safe.yaml)\n"
                "  --listen        overrides kube_bridge.listen (port 0: any free port, printed at start)\n"
