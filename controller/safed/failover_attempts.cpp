@@ -245,9 +245,12 @@ void FailoverPlanner::start_failover(TrackedJob& t, const SlurmJob& job, const J
   std::string cls(to_string(c.failure_class));
   ++counters_.failures_by_class[cls];
   t.classified_attempt = attempt;
-  long long end_time = failure.end == JobEnd::running_on_bad_node || failure.end == JobEnd::hung
-                           ? 0
-                           : (job.end_time ? static_cast<long long>(job.end_time) : now);
+  // Slurm's end time only when it has passed: a job pending again (its run refused by the prolog,
+  // or requeued by Slurm) carries a projected end, not its last run's (22.05: 136 years ahead).
+  long long end_time = failure.end == JobEnd::running_on_bad_node || failure.end == JobEnd::hung ? 0
+                       : job.end_time > 0 && static_cast<long long>(job.end_time) <= now
+                           ? static_cast<long long>(job.end_time)
+                           : now;
   const JobKey key = t.record.key();
   store_.put_attempt({job.id, key.submitted, attempt, nodes, t.attempt_start ? t.attempt_start : job.start_time,
                       end_time, std::string(to_string(failure.end)), cls, c.rule, c.evidence});

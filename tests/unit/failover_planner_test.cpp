@@ -117,6 +117,9 @@ class PlannerTest : public ::testing::Test {
     j->state = SlurmJobState::pending;
     j->restart_count++;
     j->start_time = now + 120;
+    // Slurm's end time of a pending job is no run's end: 22.05 showed a requeued job whose
+    // prolog refused its run 2^32 + 61 s ahead of its start.
+    j->end_time = j->start_time + 4294967357LL;
     j->submit_time = now;
     j->nodes.clear();
   }
@@ -539,6 +542,8 @@ TEST_F(PlannerTest, PrologRefusalCostsNoRetryAndStartsTheJobAtOnceAwayFromTheNod
   run_for(2);
   EXPECT_EQ(0, store.job(key(7))->retries_used);
   EXPECT_EQ("PROLOG_REFUSED", store.attempts(key(7)).at(0).end_state);
+  EXPECT_LE(store.attempts(key(7)).at(0).end_time, now) << "the refused run ended when safed saw it requeued, not at "
+                                                            "the pending job's projected end";
   EXPECT_EQ("node_fault", store.attempts(key(7)).at(0).failure_class);
   EXPECT_FALSE(store.failover(key(7), 0)->uses_retry);
   EXPECT_EQ(1u, planner->counters().mttr_samples.size());
