@@ -96,8 +96,12 @@ warnings=$(grep '^W:' "$out/lintian.txt" || true)
 rm -rf "$ctrl" "$out/plugins"
 
 # The RPMs: the same split, safe.yaml %config(noreplace), the plugins pinned to this Slurm.
-# (Debian's rpmbuild leaves man pages uncompressed; RHEL's compresses them: the spec takes both.)
-rpmfiles() { rpm -qpl "$out"/rpm/RPMS/*/"$1"-[0-9]*.rpm | grep -v '^/usr/share/doc/\|^/usr/share/licenses/\|^/usr/lib/.build-id' | sort | tr '\n' ' '; }
+# Man pages without their compression suffix: Debian 12's rpmbuild leaves them uncompressed,
+# Debian 13's and RHEL's gzip them (the spec's file list takes both).
+rpmfiles() {
+    rpm -qpl "$out"/rpm/RPMS/*/"$1"-[0-9]*.rpm | grep -v '^/usr/share/doc/\|^/usr/share/licenses/\|^/usr/lib/.build-id' |
+        sed 's|^\(/usr/share/man/.*\)\.gz$|\1|' | sort | tr '\n' ' '
+}
 assert_eq "/etc/safe /etc/safe/safe.yaml " "$(rpmfiles safe-common)" "the safe-common RPM's files"
 assert_eq "/usr/lib64/slurm/job_submit_safe.so /usr/lib64/slurm/spank_safe.so " "$(rpmfiles safe-slurm-plugins)" "the safe-slurm-plugins RPM's files"
 # rpm lists the directories it owns as well: /usr/share/safe and those under it.
