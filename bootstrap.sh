@@ -55,9 +55,10 @@ release_packages() {
   local codename
   codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
   case $codename in
-    # python3-torch (1.13): the real PyTorch job's test (integration.failover_torch_ddp), which CI
-    # runs on Debian 12 only
-    bookworm) PACKAGES+=(clang-14 libfuzzer-14-dev python3-torch) ;;
+    # python3-torch (1.13): the real PyTorch job's test (integration.failover_torch_ddp), and
+    # chromium: the web console's browser test (integration.console_browser), both of which CI
+    # runs on Debian 12 only (elsewhere they skip without them)
+    bookworm) PACKAGES+=(clang-14 libfuzzer-14-dev python3-torch chromium) ;;
     trixie) PACKAGES+=(clang libfuzzer-19-dev libclang-rt-19-dev slurm-wlm-jwt-plugin) ;;
     *) die "this machine runs $(. /etc/os-release && echo "${PRETTY_NAME:-an unknown system}"); the project installs its packages on Debian 12 (bookworm) or 13 (trixie)" ;;
   esac

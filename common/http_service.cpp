@@ -191,6 +191,11 @@ struct HttpService::Impl {
       MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, &st->request.query);
       if (const char* auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION))
         st->request.authorization = auth;
+      if (const char* cookie = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_COOKIE))
+        st->request.cookie = cookie;
+      if (const char* csrf = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-CSRF-Token"))
+        st->request.csrf_token = csrf;
+      st->request.tls = !self->settings.tls_cert.empty();
       st->request.client = client_address(c);
       if (const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT)) {
         if (auto* conn = static_cast<ConnectionState*>(info->socket_context)) {

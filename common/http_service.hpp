@@ -30,6 +30,9 @@ struct HttpRequest {
   std::string authorization;
   std::string body;
   std::string client;  // the peer's address
+  std::string cookie{};      // the Cookie header (the console's session)
+  std::string csrf_token{};  // the X-CSRF-Token header (the console's state-changing requests)
+  bool tls = false;          // came over HTTPS (the session cookie is then Secure)
 };
 
 struct HttpResponse {

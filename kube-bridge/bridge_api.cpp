@@ -114,19 +114,15 @@ ApiResponse BridgeApi::handle(const ApiRequest& request) {
     if (parts[0] == "metrics") return {200, metrics_.render(), "text/plain; version=0.0.4", {}, "-"};
     return {200, settings_.openapi_document, "application/json", {}, "-"};
   }
+  if (!parts.empty() && parts[0] == "console") return console(request, parts);
   if (parts.size() < 2 || parts[0] != "api" || parts[1] != "v1") {
     ApiResponse r = error_response(404, "no such resource; the API lives under /api/v1 (see /openapi.json)");
     r.user = "-";
     return r;
   }
-  AuthResult auth = auth_.authenticate(request.authorization);
-  if (!auth.principal) {
-    metrics_.count_auth_failure();
-    ApiResponse r = error_response(401, auth.error);
-    r.headers.emplace_back("WWW-Authenticate", "Bearer, Munge");
-    r.user = "-";
-    return r;
-  }
+  auto asker = requester(request);
+  if (auto* refused = std::get_if<ApiResponse>(&asker)) return *refused;
+  const Principal& who = std::get<Principal>(asker);
   std::string allow;  // the methods of the routes whose pattern matches
   ApiResponse r = error_response(404, "no such resource; see /openapi.json");
   bool routed = false;
@@ -137,12 +133,12 @@ ApiResponse BridgeApi::handle(const ApiRequest& request) {
       allow += (allow.empty() ? "" : ", ") + std::string(route.method);
       continue;
     }
-    r = (this->*route.handler)(request, *auth.principal, *captures);
+    r = (this->*route.handler)(request, who, *captures);
     routed = true;
     break;
   }
   if (!routed && !allow.empty()) r = method_not_allowed(allow);
-  r.user = auth.principal->user.name;
+  r.user = who.user.name;
   return r;
 }
 

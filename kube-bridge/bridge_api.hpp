@@ -18,6 +18,7 @@
 #include "common/json_value.hpp"
 #include "common/authenticator.hpp"
 #include "kube-bridge/bridge_metrics.hpp"
+#include "kube-bridge/console_session.hpp"
 #include "kube-bridge/controller_history.hpp"
 #include "kube-bridge/kube_target.hpp"
 #include "common/user_file.hpp"
@@ -84,6 +85,12 @@ class BridgeApi {
   std::variant<Found, ApiResponse> find_workload(const std::string& id, const Principal& who);
   ApiResponse stop_or_delete(const Principal& who, const std::string& id, bool remove);
   ApiResponse workspaces(const Principal& who, const std::string& only);
+  // Who asks: the Authorization header, else the console's session cookie, whose state-changing
+  // requests also need the CSRF token (bridge_console.cpp); else the 401 or 403 to answer.
+  std::variant<Principal, ApiResponse> requester(const ApiRequest& request);
+  // /console/...: the console's files and its session.
+  ApiResponse console(const ApiRequest& request, const std::vector<std::string>& parts);
+  ApiResponse console_session(const ApiRequest& request);
 
   BridgeSettings settings_;
   Authenticator& auth_;
@@ -94,6 +101,7 @@ class BridgeApi {
   SlurmTarget slurm_target_;
   KubeTarget* kube_ = nullptr;
   std::unique_ptr<KubeWorkloadTarget> kube_target_;
+  ConsoleSessions sessions_;
 };
 
 // {"error": message} with `status`.
