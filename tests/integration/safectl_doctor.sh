@@ -8,8 +8,13 @@
 set -euo pipefail
 # shellcheck source=../lib/cluster_test.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
+# shellcheck source-path=SCRIPTDIR source=failover_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/failover_lib.sh"
 (($# == 1)) || { echo "usage: $0 CLUSTER_DIR" >&2; exit 2; }
 use_cluster "$1"
+# Its node check wants n1 in service: a node a fault test broke comes back once the health
+# checker has seen it clean a few times (this test shares main_cluster_nodes with those tests).
+all_nodes_in_service 60
 work=$(mktemp -d /tmp/safe-doctor.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
