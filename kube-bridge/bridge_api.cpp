@@ -101,6 +101,8 @@ const std::vector<BridgeApi::Route>& BridgeApi::routes() {
       {"GET", "workspaces", &BridgeApi::list_workspaces},
       {"GET", "workspaces/{}", &BridgeApi::get_workspace},
       {"GET", "nodes", &BridgeApi::list_nodes},
+      {"GET", "nodes/{}/faults", &BridgeApi::node_faults},
+      {"GET", "failovers", &BridgeApi::list_failovers},
   };
   return table;
 }

@@ -54,7 +54,10 @@ class BridgeApi {
   // Enables "target": "kubernetes" (kube_bridge.kubernetes configured and reachable).
   void set_kube_target(KubeTarget* kube);
   // safed's history for /events (attempts with classifications, failovers), when deployed.
-  void set_controller_history(ControllerHistory* history) { slurm_target_.set_controller_history(history); }
+  void set_controller_history(ControllerHistory* history) {
+    history_ = history;
+    slurm_target_.set_controller_history(history);
+  }
 
  private:
   // The path's segments after /api/v1/ that a route's {} segments matched, in order.
@@ -76,6 +79,8 @@ class BridgeApi {
   ApiResponse list_workspaces(const ApiRequest& request, const Principal& who, const Captures&);
   ApiResponse get_workspace(const ApiRequest& request, const Principal& who, const Captures& name);
   ApiResponse list_nodes(const ApiRequest& request, const Principal& who, const Captures&);
+  ApiResponse list_failovers(const ApiRequest& request, const Principal& who, const Captures&);
+  ApiResponse node_faults(const ApiRequest& request, const Principal& who, const Captures& name);
 
   // The target `id` names and the workload, when `who` may see it; else the answer to give.
   struct Found {
@@ -100,6 +105,7 @@ class BridgeApi {
   UserWorkDirs& work_dirs_;
   SlurmTarget slurm_target_;
   KubeTarget* kube_ = nullptr;
+  ControllerHistory* history_ = nullptr;
   std::unique_ptr<KubeWorkloadTarget> kube_target_;
   ConsoleSessions sessions_;
 };

@@ -1,5 +1,6 @@
-// safed's history of a Slurm job (GET /api/v1/jobs/ID on the controller: attempts with their
-// classification, failovers with MTTR), when a controller is deployed. The bridge never depends
+// safed's history: of a Slurm job (GET /api/v1/jobs/ID on the controller: attempts with their
+// classification, failovers with MTTR), of all failovers, and of a node's faults, when a
+// controller is deployed. The bridge never depends
 // on it: without an answer, within a short timeout, events come from Slurm alone.
 #pragma once
 
@@ -21,6 +22,11 @@ class ControllerHistory {
   // from an older job with its id; 0 when unknown), or nullopt (no controller, not tracked, no
   // answer).
   virtual std::optional<std::string> job_history(std::uint32_t job_id, long long submitted) = 0;
+  // safed's failovers whose fault came at or after `since`, every job's (the bridge is an admin
+  // of safed's and shows each user their own), and a node's faults: GET /api/v1/failovers and
+  // /api/v1/node-faults on the controller.
+  virtual std::optional<std::string> failovers(long long since) = 0;
+  virtual std::optional<std::string> node_faults(const std::string& node, long long since) = 0;
 };
 
 // Over libcurl, 0.5 s at most per call, authenticated with a munge credential of the bridge's own
@@ -32,8 +38,11 @@ class CurlControllerHistory : public ControllerHistory {
  public:
   explicit CurlControllerHistory(std::function<std::string()> base_url) : base_url_(std::move(base_url)) {}
   std::optional<std::string> job_history(std::uint32_t job_id, long long submitted) override;
+  std::optional<std::string> failovers(long long since) override;
+  std::optional<std::string> node_faults(const std::string& node, long long since) override;
 
  private:
+  std::optional<std::string> get(const std::string& path);  // path and query on safed
   std::function<std::string()> base_url_;
   std::atomic<long long> quiet_until_ms_{0};
 };

@@ -23,6 +23,25 @@ size_t collect(char* data, size_t size, size_t n, void* out) {
 }  // namespace
 
 std::optional<std::string> CurlControllerHistory::job_history(std::uint32_t job_id, long long submitted) {
+  std::string path = "/api/v1/jobs/" + std::to_string(job_id);
+  if (submitted > 0) path += "?submitted=" + std::to_string(submitted);
+  return get(path);
+}
+
+std::optional<std::string> CurlControllerHistory::failovers(long long since) {
+  return get("/api/v1/failovers?since=" + std::to_string(since));
+}
+
+std::optional<std::string> CurlControllerHistory::node_faults(const std::string& node, long long since) {
+  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
+  if (!curl) return std::nullopt;
+  std::unique_ptr<char, decltype(&curl_free)> escaped(curl_easy_escape(curl.get(), node.c_str(), static_cast<int>(node.size())),
+                                                      curl_free);
+  if (!escaped) return std::nullopt;
+  return get("/api/v1/node-faults?node=" + std::string(escaped.get()) + "&since=" + std::to_string(since));
+}
+
+std::optional<std::string> CurlControllerHistory::get(const std::string& path) {
   if (now_ms() < quiet_until_ms_) return std::nullopt;
   std::string base = base_url_();
   if (base.empty()) return std::nullopt;
@@ -30,8 +49,7 @@ std::optional<std::string> CurlControllerHistory::job_history(std::uint32_t job_
   if (!credential) return std::nullopt;
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
   if (!curl) return std::nullopt;
-  std::string url = base + "/api/v1/jobs/" + std::to_string(job_id), body;
-  if (submitted > 0) url += "?submitted=" + std::to_string(submitted);
+  std::string url = base + path, body;
   std::string auth = "Authorization: Munge " + *credential;
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(curl_slist_append(nullptr, auth.c_str()),
                                                                        curl_slist_free_all);
@@ -48,7 +66,7 @@ std::optional<std::string> CurlControllerHistory::job_history(std::uint32_t job_
     return std::nullopt;
   }
   curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &status);
-  if (status != 200) return std::nullopt;  // 404: safed does not track this job
+  if (status != 200) return std::nullopt;  // a job's 404: safed does not track it
   return body;
 }
 

@@ -56,6 +56,23 @@ HttpResponse ControllerApi::handle(const HttpRequest& req) const {
     if (!get) return error(405, "method not allowed; use GET");
     return json_ok(data_.jobs(req.query.count("all") > 0, only));
   }
+  if (req.path == "/api/v1/failovers" || req.path == "/api/v1/node-faults") {
+    if (!get) return error(405, "method not allowed; use GET");
+    long long since = 0;
+    if (auto it = req.query.find("since"); it != req.query.end()) {
+      auto n = number(it->second);
+      if (!n) return error(422, "safed: since expects a non-negative integer (seconds since the epoch)");
+      since = *n;
+    }
+    if (req.path == "/api/v1/failovers") return json_ok(data_.failovers(since, only));
+    std::string node;
+    if (auto it = req.query.find("node"); it != req.query.end()) {
+      static const std::regex node_name(R"([A-Za-z0-9_.-]{1,255})");
+      if (!std::regex_match(it->second, node_name)) return error(422, "safed: node expects a Slurm node name");
+      node = it->second;
+    }
+    return json_ok(data_.node_faults(node, since));
+  }
   if (std::regex_match(req.path, m, job_path)) {
     if (!get) return error(405, "method not allowed; use GET");
     auto id = number(m[1]);

@@ -23,6 +23,10 @@ struct ControllerData {
   std::function<std::string(bool include_finished, std::optional<std::uint32_t> user)> jobs;
   // "" when there is no such job visible to `user`.
   std::function<std::string(std::uint32_t id, std::optional<long long> submitted, std::optional<std::uint32_t> user)> job;
+  // Failovers whose fault came at or after `since` (history_report.hpp).
+  std::function<std::string(long long since, std::optional<std::uint32_t> user)> failovers;
+  // A node's faults at or after `since` ("" node: the cluster's newest).
+  std::function<std::string(const std::string& node, long long since)> node_faults;
   // Ends a node's quarantine, or says why not.
   std::function<Status(const std::string& node)> release_node;
 };

@@ -33,6 +33,7 @@
 #include "controller/safed/slurm_outage.hpp"
 #include "controller/safed/slurmd_prober.hpp"
 #include "controller/safed/state_store.hpp"
+#include "controller/safed/history_report.hpp"
 #include "controller/safed/status_report.hpp"
 
 namespace safe {
@@ -222,6 +223,14 @@ ControllerData Safed::api_data() {
       [this](std::uint32_t id, std::optional<long long> submitted, std::optional<std::uint32_t> user) {
         std::lock_guard lock(read_mutex_);
         return render_job_json(read_store_, id, submitted, user);
+      },
+      [this](long long since, std::optional<std::uint32_t> user) {
+        std::lock_guard lock(read_mutex_);
+        return render_failovers_json(read_store_, since, user);
+      },
+      [this](const std::string& node, long long since) {
+        std::lock_guard lock(read_mutex_);
+        return render_node_faults_json(read_store_, node, since, 1000);
       },
       [this](const std::string& node) {
         std::lock_guard lock(mutex_);

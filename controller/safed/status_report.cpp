@@ -11,6 +11,7 @@
 #include "common/json_utf8.hpp"
 #include "common/json_value.hpp"
 #include "common/prometheus_text.hpp"
+#include "controller/safed/history_report.hpp"
 
 namespace safe {
 namespace {
@@ -256,20 +257,7 @@ std::string render_job_json(StateStore& store, std::uint32_t job_id, std::option
   }
   json_object_set_new(root, "attempts", attempts);
   json_t* failovers = json_array();
-  for (const auto& f : store.failovers(key)) {
-    json_t* o = json_object();
-    json_object_set_new(o, "attempt", json_integer(f.attempt + 1));
-    json_object_set_new(o, "class", json_utf8(f.failure_class));
-    json_object_set_new(o, "evidence", json_utf8(f.evidence));
-    json_object_set_new(o, "bad_nodes", json_utf8(f.bad_nodes));
-    json_object_set_new(o, "phase", json_utf8(to_string(f.phase)));
-    json_object_set_new(o, "fault_time", json_integer(f.fault_time));
-    json_object_set_new(o, "signal_time", json_integer(f.signal_time));
-    json_object_set_new(o, "requeue_time", json_integer(f.requeue_time));
-    json_object_set_new(o, "running_again_time", json_integer(f.running_again_time));
-    json_object_set_new(o, "mttr_s", f.running_again_time ? json_integer(f.running_again_time - f.fault_time) : json_null());
-    json_array_append_new(failovers, o);
-  }
+  for (const auto& f : store.failovers(key)) json_array_append_new(failovers, failover_json(f));
   json_object_set_new(root, "failovers", failovers);
   json_t* actions = json_array();
   for (const auto& a : store.actions(key)) {

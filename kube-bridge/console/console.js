@@ -3,10 +3,11 @@
 // GET /console/session hands to the bridge's own pages.
 import { $, api, errorText, setStatus, show, state } from "./api.js";
 import { showCluster } from "./cluster.js";
+import { showFailovers } from "./failovers.js";
 import { forgetWorkloads, renderWorkloads, showLog, showWorkload, showWorkloads, stopOrDelete } from "./workloads.js";
 import { showWorkspaces } from "./workspaces.js";
 
-const pages = ["workloads", "workload", "cluster", "workspaces"];
+const pages = ["workloads", "workload", "cluster", "workspaces", "failovers"];
 
 function signedOut(message) {
   state.user = state.csrf = null;
@@ -29,11 +30,11 @@ async function signedIn(session) {
 }
 
 // Pages by the address's fragment: #/workloads (the default), #/workloads/ID, #/cluster,
-// #/workspaces.
+// #/workspaces, #/failovers.
 async function route() {
   if (!state.user) return;
   const one = /^#\/workloads\/(.+)$/.exec(location.hash);
-  const page = one ? "workload" : ["#/cluster", "#/workspaces"].includes(location.hash) ? location.hash.slice(2) : "workloads";
+  const page = one ? "workload" : ["#/cluster", "#/workspaces", "#/failovers"].includes(location.hash) ? location.hash.slice(2) : "workloads";
   for (const p of pages) show(p, p === page);
   for (const a of document.querySelectorAll("#nav a")) {
     if (a.id === "nav-" + (page === "workload" ? "workloads" : page)) a.setAttribute("aria-current", "page");
@@ -42,6 +43,7 @@ async function route() {
   if (page === "workload") await showWorkload(decodeURIComponent(one[1]));
   else if (page === "cluster") await showCluster();
   else if (page === "workspaces") await showWorkspaces();
+  else if (page === "failovers") await showFailovers();
   else await showWorkloads();
 }
 

@@ -123,7 +123,21 @@ async function main() {
     await page.waitForSelector(`#nodes-body tr[data-node="${faultNode}"]`, { visible: true });
     const node = await page.$eval(`#nodes-body tr[data-node="${faultNode}"]`, (r) => ({ status: r.dataset.status, text: r.textContent }));
     check(node.status === "drained by SaFE" && node.text.includes("SaFE: gpu0"), "expected " + faultNode + " shown drained by SaFE with its reason (" + JSON.stringify(node) + ")");
+    await page.click(`button[aria-label="Fault history of ${faultNode}"]`);
+    await page.waitForSelector("#node-faults", { visible: true });
+    const faults = await page.$$eval("#node-faults-body tr", (rows) => rows.map((r) => r.textContent));
+    check(faults.some((f) => f.includes("SaFE: gpu0 uncorrectable ECC")), "expected the fault in " + faultNode + "'s history (" + JSON.stringify(faults) + ")");
     await page.screenshot({ path: shots + "/cluster.png", fullPage: true });
+
+    // 6b. The failovers page: that failover with its class and MTTR, counted in the distribution.
+    await page.click("#nav-failovers");
+    await page.waitForSelector(`#failovers-body tr[data-workload="${ids.failedOver}"]`, { visible: true });
+    const failover = await page.$eval(`#failovers-body tr[data-workload="${ids.failedOver}"]`, (r) => [...r.cells].map((c) => c.textContent));
+    check(failover[3] === "node_fault" && failover[4] === faultNode && /^\d+ s$/.test(failover[7]),
+      "expected the failover of " + ids.failedOver + " listed with class node_fault on " + faultNode + " and its MTTR (" + JSON.stringify(failover) + ")");
+    const counted = await page.$$eval("#mttr-body tr", (rows) => rows.reduce((n, r) => n + Number(r.cells[1].textContent), 0));
+    check(counted >= 1, "expected the MTTR distribution to count it (" + counted + ")");
+    await page.screenshot({ path: shots + "/failovers.png", fullPage: true });
     await page.click("#nav-workloads");
     await page.waitForSelector("#workloads", { visible: true });
     await page.waitForFunction(() => document.getElementById("status").textContent === "");
@@ -153,6 +167,10 @@ async function main() {
     await signIn(page2, env("SAFE_OTHER_JWT"));
     const theirs = await rowIds(page2);
     check(!Object.values(ids).some((id) => theirs.includes(id)), "expected the second user to see none of the first's workloads (" + theirs.join(" ") + ")");
+    await page2.click("#nav-failovers");
+    await page2.waitForFunction(() => document.getElementById("failovers-count").textContent !== "");
+    const theirFailovers = await page2.$$eval("#failovers-body tr", (rows) => rows.map((r) => r.dataset.workload));
+    check(!theirFailovers.includes(ids.failedOver), "expected the second user's failovers page without the first's failover (" + theirFailovers.join(" ") + ")");
     const peek = await page2.evaluate((id) => fetch("/api/v1/workloads/" + id).then((r) => r.status), ids.xss);
     check(peek === 404, "expected the second user's look at the first's workload answered 404 (got " + peek + ")");
     await page2.screenshot({ path: shots + "/second-user.png", fullPage: true });

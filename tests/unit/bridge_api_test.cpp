@@ -343,9 +343,63 @@ TEST_F(BridgeApiTest, EventsWorkspacesNodes) {
 
 class FakeHistory : public ControllerHistory {
  public:
-  std::optional<std::string> document;
+  std::optional<std::string> document, failover_document, faults_document;
+  long long since = -1;
+  std::string node;
   std::optional<std::string> job_history(std::uint32_t, long long) override { return document; }
+  std::optional<std::string> failovers(long long s) override {
+    since = s;
+    return failover_document;
+  }
+  std::optional<std::string> node_faults(const std::string& n, long long s) override {
+    node = n;
+    since = s;
+    return faults_document;
+  }
 };
+
+TEST_F(BridgeApiTest, FailoversShowEachUserTheirOwnJobsAndNeedTheController) {
+  EXPECT_EQ(call("GET", "/api/v1/failovers", "alice").status, 503) << "no controller";
+  FakeHistory history;
+  api->set_controller_history(&history);
+  EXPECT_EQ(call("GET", "/api/v1/failovers", "alice").status, 503) << "the controller does not answer";
+  history.failover_document = R"({"items":[
+    {"job_id":7,"submitted":1,"user_id":1001,"attempt":1,"class":"node_fault","evidence":"n1 SaFE: gpu0 ECC","bad_nodes":"n1",
+     "phase":"done","workspace":"ml","gpus":8,"uses_retry":true,"fault_time":1800000000,"requeue_time":1800000002,
+     "running_again_time":1800000004,"mttr_s":4},
+    {"job_id":8,"submitted":1,"user_id":1002,"attempt":2,"class":"infra_transient","evidence":"x","bad_nodes":"",
+     "phase":"waiting","workspace":"","gpus":0,"uses_retry":true,"fault_time":1800000100,"requeue_time":0,
+     "running_again_time":0,"mttr_s":null}]})";
+  auto alice = call("GET", "/api/v1/failovers", "alice", "", {{"since", "1799999999"}});
+  ASSERT_EQ(alice.status, 200) << alice.body;
+  EXPECT_EQ(history.since, 1799999999);
+  EXPECT_NE(alice.body.find(R"("workloadId":"slurm-7","slurmJobId":7,"attempt":1,"class":"node_fault")"), std::string::npos) << alice.body;
+  EXPECT_NE(alice.body.find(R"("faultTime":"2027-01-15T08:00:00Z","runningAgainTime":"2027-01-15T08:00:04Z","mttrSeconds":4)"),
+            std::string::npos) << alice.body;
+  EXPECT_EQ(alice.body.find("slurm-8"), std::string::npos) << "bob's failover: " << alice.body;
+  auto root = call("GET", "/api/v1/failovers", "root");
+  EXPECT_NE(root.body.find(R"("workloadId":"slurm-8")"), std::string::npos) << root.body;
+  EXPECT_NE(root.body.find(R"("workspace":null)"), std::string::npos) << root.body;
+  EXPECT_NE(root.body.find(R"("runningAgainTime":null,"mttrSeconds":null)"), std::string::npos) << root.body;
+  EXPECT_EQ(call("GET", "/api/v1/failovers", "alice", "", {{"since", "yesterday"}}).status, 422);
+  EXPECT_EQ(call("GET", "/api/v1/failovers", "alice", "", {{"limit", "5"}}).status, 422);
+  history.failover_document = "[1,2]";
+  EXPECT_EQ(call("GET", "/api/v1/failovers", "root").status, 502);
+}
+
+TEST_F(BridgeApiTest, ANodesFaultsAreEveryUsersToSee) {
+  FakeHistory history;
+  api->set_controller_history(&history);
+  history.faults_document = R"({"items":[{"node":"n2","time":1800000000,"kind":"safe_drain","detail":"SaFE: gpu3 ECC"}]})";
+  auto faults = call("GET", "/api/v1/nodes/n2/faults", "alice", "", {{"since", "5"}});
+  ASSERT_EQ(faults.status, 200) << faults.body;
+  EXPECT_EQ(history.node, "n2");
+  EXPECT_EQ(history.since, 5);
+  EXPECT_NE(faults.body.find(R"({"node":"n2","time":"2027-01-15T08:00:00Z","kind":"safe_drain","detail":"SaFE: gpu3 ECC"})"),
+            std::string::npos) << faults.body;
+  EXPECT_EQ(call("GET", "/api/v1/nodes/n9/faults", "alice").status, 404) << "no such node";
+  EXPECT_EQ(call("GET", "/api/v1/nodes/n2/faults", "").status, 401);
+}
 
 TEST_F(BridgeApiTest, EventsIncludeSafedHistoryWhenItAnswers) {
   std::string id = created_id(call("POST", "/api/v1/workloads", "alice", kSpec));
@@ -382,7 +436,8 @@ TEST(OpenApi, DocumentsEveryRouteAndIsValidJson) {
   json_t* paths = json_object_get(doc, "paths");
   for (const char* p : {"/api/v1/workloads", "/api/v1/workloads/{id}", "/api/v1/workloads/{id}/stop",
                         "/api/v1/workloads/{id}/logs", "/api/v1/workloads/{id}/events", "/api/v1/workspaces",
-                        "/api/v1/workspaces/{name}", "/api/v1/nodes", "/healthz", "/metrics", "/openapi.json"})
+                        "/api/v1/workspaces/{name}", "/api/v1/nodes", "/api/v1/nodes/{name}/faults", "/api/v1/failovers",
+                        "/healthz", "/metrics", "/openapi.json"})
     EXPECT_TRUE(json_object_get(paths, p)) << p;
   EXPECT_STREQ(json_string_value(json_object_get(doc, "openapi")), "3.0.3");
   json_decref(doc);

@@ -47,6 +47,16 @@ class ControllerApiTest : public ::testing::Test {
       // Job 7 is alice's.
       return id == 7 && (!user || *user == 1001) ? std::string("{\"job_id\":7}") : std::string();
     };
+    d.failovers = [this](long long since, std::optional<std::uint32_t> user) {
+      seen_user = user;
+      seen_since = since;
+      return std::string("{\"items\":[]}");
+    };
+    d.node_faults = [this](const std::string& node, long long since) {
+      seen_node = node;
+      seen_since = since;
+      return std::string("{\"items\":[]}");
+    };
     d.release_node = [this](const std::string& node) {
       released = node;
       return ok_status();
@@ -70,6 +80,8 @@ class ControllerApiTest : public ::testing::Test {
   std::optional<long long> seen_submitted;
   bool seen_all = false;
   std::string released;
+  long long seen_since = -1;
+  std::string seen_node = "unset";
 };
 
 TEST_F(ControllerApiTest, HealthAndMetricsAreOpen) {
@@ -105,6 +117,25 @@ TEST_F(ControllerApiTest, AUserSeesOnlyTheirOwnJobs) {
   EXPECT_EQ(std::nullopt, seen_user) << "an admin sees every job";
   EXPECT_EQ(422, ask("GET", "/api/v1/jobs/7", "alice", {{"submitted", "x"}}).status);
   EXPECT_EQ(404, ask("GET", "/api/v1/jobs/8", "alice").status);
+}
+
+TEST_F(ControllerApiTest, FailoversAreTheirJobsOwnersAndNodeFaultsEveryUsers) {
+  EXPECT_EQ(401, ask("GET", "/api/v1/failovers").status);
+  EXPECT_EQ(401, ask("GET", "/api/v1/node-faults").status);
+  EXPECT_EQ(200, ask("GET", "/api/v1/failovers", "alice", {{"since", "100"}}).status);
+  EXPECT_EQ(std::optional<std::uint32_t>(1001), seen_user);
+  EXPECT_EQ(100, seen_since);
+  EXPECT_EQ(200, ask("GET", "/api/v1/failovers", "root").status);
+  EXPECT_EQ(std::nullopt, seen_user) << "an admin sees every job's";
+  EXPECT_EQ(0, seen_since);
+  EXPECT_EQ(200, ask("GET", "/api/v1/node-faults", "alice", {{"node", "n1"}, {"since", "5"}}).status);
+  EXPECT_EQ("n1", seen_node);
+  EXPECT_EQ(5, seen_since);
+  EXPECT_EQ(200, ask("GET", "/api/v1/node-faults", "alice").status);
+  EXPECT_EQ("", seen_node) << "no node: the cluster's";
+  EXPECT_EQ(422, ask("GET", "/api/v1/failovers", "alice", {{"since", "yesterday"}}).status);
+  EXPECT_EQ(422, ask("GET", "/api/v1/node-faults", "alice", {{"node", "n1;drop"}}).status);
+  EXPECT_EQ(405, ask("POST", "/api/v1/failovers", "root").status);
 }
 
 TEST_F(ControllerApiTest, OnlyAnAdminReleasesANode) {
