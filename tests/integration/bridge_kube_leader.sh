@@ -150,7 +150,8 @@ kill -CONT "${bridge_pid[a]}"
 # (Its first reconcile of every workload is logged once done: any stale action comes before.)
 wait_for "tail -n +$((stalled_lines + 1)) ${bridge_log[a]} | grep -q 'leading: every workload reconciled once'" 10 "tail -5 ${bridge_log[a]}"
 assert_eq "4 Running" "$(attempt_on a)" "the workload on the leader again"
-assert_eq 0 "$(tail -n +$((stalled_lines + 1)) "${bridge_log[a]}" | grep -c 'workload w: ')" "actions of the stalled leader after it continued"
+stale=$(tail -n +$((stalled_lines + 1)) "${bridge_log[a]}" | grep 'workload w: ' || true)
+[[ -z $stale ]] || fail "the stalled leader acted after it continued:"$'\n'"$stale"$'\n'"its log since:"$'\n'"$(tail -n +$((stalled_lines + 1)) "${bridge_log[a]}")"
 
 # Every Job was created once: attempts 1 to 4, nothing else.
 created=$(curl -sS -X POST "$KUBE/_double/history" | jq -r '[.[] | select(.kind == "Job" and .type == "ADDED") | .name] | sort | join(" ")')
