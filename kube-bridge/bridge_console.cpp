@@ -19,6 +19,17 @@ void add_page_headers(ApiResponse& r) {
   r.headers.emplace_back("Cache-Control", "no-store");
 }
 
+// The console's session cookie of a request, and who it authenticates (no principal: none, or ended).
+struct CookieSession {
+  std::optional<std::string> token;
+  AuthResult auth;
+};
+CookieSession cookie_session(const ApiRequest& request, const Authenticator& auth) {
+  CookieSession s{ConsoleSessions::token_of(request.cookie), {}};
+  if (s.token) s.auth = auth.authenticate("Bearer " + *s.token);
+  return s;
+}
+
 ApiResponse session_body(const std::string& user, bool admin, const std::string& csrf) {
   Json body = json_take(json_object());
   json_set(body.get(), "user", json_str(user));
@@ -106,8 +117,7 @@ ApiResponse BridgeApi::console_session(const ApiRequest& request) {
     return r;
   }
   if (request.method == "GET") {
-    std::optional<std::string> token = ConsoleSessions::token_of(request.cookie);
-    AuthResult auth = token ? auth_.authenticate("Bearer " + *token) : AuthResult{};
+    auto [token, auth] = cookie_session(request, auth_);
     if (!auth.principal) {
       ApiResponse r = error_response(401, token ? "the session has ended (" + auth.error + "); sign in again" : "not signed in");
       r.user = "-";
@@ -117,8 +127,7 @@ ApiResponse BridgeApi::console_session(const ApiRequest& request) {
   }
   if (request.method == "DELETE") {
     // Sign-out: a live session needs its CSRF token; an ended one is only cleared.
-    std::optional<std::string> token = ConsoleSessions::token_of(request.cookie);
-    AuthResult auth = token ? auth_.authenticate("Bearer " + *token) : AuthResult{};
+    auto [token, auth] = cookie_session(request, auth_);
     if (auth.principal && !sessions_.csrf_matches(*token, request.csrf_token))
       return error_response(403, "signing out needs the console's CSRF token (X-CSRF-Token)");
     ApiResponse r{204, "", "application/json", {{"Set-Cookie", ConsoleSessions::clear_cookie(request.tls)}},

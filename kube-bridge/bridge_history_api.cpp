@@ -3,6 +3,7 @@
 // its, with every job's), and a node's faults, which belong to no user. Both need a controller
 // (kube_bridge.controller_url or controller.ha); without an answer from it they are 503.
 #include <charconv>
+#include <variant>
 
 #include "common/json_value.hpp"
 #include "kube-bridge/bridge_api.hpp"
@@ -34,6 +35,16 @@ ApiResponse no_controller() {
                              "kube_bridge.controller_url, or it does not answer); retry shortly");
 }
 
+// safed's answer (a document with an "items" list) parsed, or the error to answer: 503 without
+// one, 502 for something else.
+std::variant<Json, ApiResponse> safed_list(const std::optional<std::string>& document, const char* what) {
+  if (!document) return no_controller();
+  Json doc = json_take(json_loadb(document->data(), document->size(), 0, nullptr));
+  if (!json_is_array(json_object_get(doc.get(), "items")))
+    return error_response(502, std::string("safe: safed's answer is not ") + what + "; check its version");
+  return doc;
+}
+
 json_t* time_or_null(const json_t* seconds) {
   long long t = json_integer_value(seconds);
   return t > 0 ? time_json(static_cast<std::time_t>(t)) : json_null();
@@ -45,11 +56,9 @@ ApiResponse BridgeApi::list_failovers(const ApiRequest& req, const Principal& wh
   std::string error;
   auto since = since_of(req, error);
   if (!since) return error_response(422, error);
-  auto document = history_ ? history_->failovers(*since) : std::nullopt;
-  if (!document) return no_controller();
-  Json doc = json_take(json_loadb(document->data(), document->size(), 0, nullptr));
-  const json_t* items = json_object_get(doc.get(), "items");
-  if (!json_is_array(items)) return error_response(502, "safe: safed's answer is not a failover list; check its version");
+  auto list = safed_list(history_ ? history_->failovers(*since) : std::nullopt, "a failover list");
+  if (auto* refused = std::get_if<ApiResponse>(&list)) return *refused;
+  const json_t* items = json_object_get(std::get<Json>(list).get(), "items");
   Json body = json_take(json_object());
   json_t* out = json_array();
   std::size_t i;
@@ -88,11 +97,9 @@ ApiResponse BridgeApi::node_faults(const ApiRequest& req, const Principal&, cons
   bool known = false;
   for (const auto& n : *nodes) known = known || n.name == name[0];
   if (!known) return error_response(404, "no Slurm node named '" + name[0].substr(0, 255) + "'; see GET /api/v1/nodes");
-  auto document = history_ ? history_->node_faults(name[0], *since) : std::nullopt;
-  if (!document) return no_controller();
-  Json doc = json_take(json_loadb(document->data(), document->size(), 0, nullptr));
-  const json_t* items = json_object_get(doc.get(), "items");
-  if (!json_is_array(items)) return error_response(502, "safe: safed's answer is not a fault list; check its version");
+  auto list = safed_list(history_ ? history_->node_faults(name[0], *since) : std::nullopt, "a fault list");
+  if (auto* refused = std::get_if<ApiResponse>(&list)) return *refused;
+  const json_t* items = json_object_get(std::get<Json>(list).get(), "items");
   Json body = json_take(json_object());
   json_t* out = json_array();
   std::size_t i;
