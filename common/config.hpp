@@ -83,6 +83,9 @@ struct HealthConfig {
   // textfile collector (Debian's prometheus-node-exporter reads this directory). Written only when
   // the directory exists, so a node without node_exporter needs no setting; "": never written.
   std::string metrics_dir = "/var/lib/prometheus/node-exporter";
+  // safed's API as the nodes reach it: each periodic run sends the node's GPU grid there (the web
+  // console's cluster page). "": the active safed in etcd (controller.ha), else controller.listen.
+  std::string controller_url;
   HealthThresholds thresholds;
 };
 

@@ -417,6 +417,9 @@ void read_health(MapScope& s, HealthConfig& h) {
   s.integer("ib_min_rate_gbps", h.ib_min_rate_gbps, 0, 10000);
   s.string("numa_reference", h.numa_reference, kOptionalAbsolutePath);
   s.string("metrics_dir", h.metrics_dir, kOptionalAbsolutePath);
+  s.string("controller_url", h.controller_url,
+           regex_rule("(https?://[A-Za-z0-9.:\\[\\]_-]+(/[^ ]*)?)?",
+                      "expects http://HOST:PORT of safed as the nodes reach it, or \"\" for controller.ha or controller.listen"));
   s.section("thresholds", h.thresholds, read_thresholds);
   // A run waits at most check_timeout_s for the checks, then may call scontrol once more.
   if (h.check_timeout_s + h.slurm_timeout_s > 55)

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/config.hpp"
+#include "common/gpu_grid.hpp"
 #include "common/gpu_snapshot.hpp"
 #include "common/health_check.hpp"
 
@@ -28,5 +29,9 @@ struct GpuCheckScope {
 };
 
 std::vector<CheckResult> evaluate_gpu_checks(const GpuQuery& query, const HealthConfig& config, const GpuCheckScope& scope);
+
+// The same run GPU by GPU, for the node's GPU grid (common/gpu_grid.hpp): which GPU failed which
+// per-GPU check, before hysteresis. Checks in health.disabled_checks are left out, as from the run.
+GpuGrid gpu_grid(const GpuQuery& query, const HealthConfig& config, const GpuCheckScope& scope);
 
 }  // namespace safe

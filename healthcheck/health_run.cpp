@@ -187,6 +187,7 @@ RunReport run_health_once(const RunOptions& o, ProcessRunner& runner, SlurmNodeC
                        : query.outcome == GpuQuery::Outcome::no_backend ? "none"
                                                                         : "unknown";
   for (auto& r : evaluate_gpu_checks(query, h, scope)) results.push_back(std::move(r));
+  report.gpus = gpu_grid(query, h, scope);
 
   auto collect = [&](TimedTask<Results>& task, std::initializer_list<const char*> names, Severity sev, bool urgent) {
     if (auto r = task.wait_until(deadline)) results.insert(results.end(), r->begin(), r->end());
@@ -298,6 +299,7 @@ std::string summary_line(const RunReport& r) {
     s << "; history not saved: " << r.state_error
       << " (its fault and recovery counts do not advance until health.state_dir takes writes)";
   if (!r.metrics_error.empty()) s << "; metrics not written: " << r.metrics_error;
+  if (!r.grid_error.empty()) s << "; GPU grid not sent to safed: " << r.grid_error;
   if (r.decision.action != NodeAction::none) {
     s << "; " << to_string(r.decision.action) << (r.decision.reason.empty() ? "" : " \"" + r.decision.reason + "\"");
     if (!r.action_ok) s << " FAILED: " << r.action_error << " (check SLURM_CONF and that slurmctld answers)";
@@ -329,6 +331,8 @@ std::string report_json(const RunReport& r) {
     json_array_append_new(checks, o);
   }
   json_object_set_new(root, "checks", checks);
+  std::string grid = to_json(NodeGpuReport{r.node, r.time, r.gpu_backend, r.gpus});
+  json_object_set_new(root, "gpu_grid", json_loads(grid.c_str(), 0, nullptr));
   json_t* action = json_object();
   json_object_set_new(action, "action", json_utf8(std::string(to_string(r.decision.action))));
   json_object_set_new(action, "reason", json_utf8(r.decision.reason));

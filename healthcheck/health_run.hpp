@@ -11,6 +11,7 @@
 #include "common/health_history.hpp"
 #include "common/node_fs.hpp"
 #include "common/process_runner.hpp"
+#include "healthcheck/gpu_checks.hpp"
 #include "healthcheck/gpu_collector.hpp"
 #include "common/slurm/node_control.hpp"
 
@@ -55,6 +56,8 @@ struct RunReport {
   // not advance; "" when saved.
   std::string state_error;
   std::string metrics_error;  // why health.metrics_dir's file could not be written; "" when it was
+  GpuGrid gpus;               // which GPU failed which check in this run (before hysteresis)
+  std::string grid_error;     // why the grid did not reach safed (gpu_grid_sender.hpp); "" when it did
 };
 
 RunReport run_health_once(const RunOptions& options, ProcessRunner& runner, SlurmNodeControl& slurm);

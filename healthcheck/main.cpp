@@ -14,6 +14,7 @@
 #include "common/systemd_notify.hpp"
 #include "healthcheck/gpu_backend.hpp"
 #include "healthcheck/gpu_collector.hpp"
+#include "healthcheck/gpu_grid_sender.hpp"
 #include "healthcheck/health_run.hpp"
 #include "healthcheck/kube_mark.hpp"
 #include "healthcheck/hwloc_numa.hpp"
@@ -64,6 +65,15 @@ void start_xid_listener() {
     if (!listened)
       std::cerr << "safe-healthcheck: XID events unavailable (" << listened.error() << "); the kernel log check still sees XIDs\n";
   }).detach();
+}
+
+// After a periodic Slurm run: the node's GPU grid to safed, for the web console.
+void send_grid(safe::RunReport& report, const safe::SafeConfig& config) {
+  if (report.status == "not-run") return;
+  auto url = safe::gpu_grid_url(config);
+  safe::Status sent = url ? safe::send_gpu_grid(*url, {report.node, report.time, report.gpu_backend, report.gpus})
+                          : safe::Status(safe::Error{"cannot find safed: " + url.error()});
+  if (!sent) report.grid_error = sent.error();
 }
 
 // --kube: carry out the run's verdict on the Kubernetes node with safe-kube-node (installed beside
@@ -162,6 +172,7 @@ int run(int argc, char** argv) {
   if (!vm.count("watch")) {
     safe::RunReport report = safe::run_health_once(options, runner, slurm);
     if (kube) apply_kube_mark(report, options, runner);
+    if (options.use_slurm) send_grid(report, *config);
     print(report, json);
     if (report.status == "not-run") std::cerr << "safe-healthcheck: " << report.error << "\n";
     return report.exit_code;
@@ -188,6 +199,7 @@ int run(int argc, char** argv) {
     g_wake = false;
     safe::RunReport report = safe::run_health_once(options, runner, slurm);
     if (kube) apply_kube_mark(report, options, runner);
+    if (options.use_slurm) send_grid(report, *config);
     print(report, json);
     wait_ms = config->health.interval_s * 1000 + jitter_ms(random);
   }

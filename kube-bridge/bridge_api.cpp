@@ -70,7 +70,10 @@ std::optional<std::vector<std::string>> match(std::string_view pattern, const st
 
 }  // namespace
 
-ApiResponse json_response(int status, const json_t* body) { return {status, json_text(body), "application/json", {}, ""}; }
+// Reals with 12 significant digits: an ETTR of 0.9 reads 0.9, not 0.90000000000000002.
+ApiResponse json_response(int status, const json_t* body) {
+  return {status, json_dump(body, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(12)), "application/json", {}, ""};
+}
 
 ApiResponse error_response(int status, const std::string& message) {
   Json body = json_take(json_object());
@@ -103,6 +106,8 @@ const std::vector<BridgeApi::Route>& BridgeApi::routes() {
       {"GET", "nodes", &BridgeApi::list_nodes},
       {"GET", "nodes/{}/faults", &BridgeApi::node_faults},
       {"GET", "failovers", &BridgeApi::list_failovers},
+      {"GET", "ettr-history", &BridgeApi::ettr_history},
+      {"GET", "gpu-health", &BridgeApi::gpu_health},
   };
   return table;
 }

@@ -81,6 +81,8 @@ class BridgeApi {
   ApiResponse list_nodes(const ApiRequest& request, const Principal& who, const Captures&);
   ApiResponse list_failovers(const ApiRequest& request, const Principal& who, const Captures&);
   ApiResponse node_faults(const ApiRequest& request, const Principal& who, const Captures& name);
+  ApiResponse ettr_history(const ApiRequest& request, const Principal& who, const Captures&);
+  ApiResponse gpu_health(const ApiRequest& request, const Principal& who, const Captures&);
 
   // The target `id` names and the workload, when `who` may see it; else the answer to give.
   struct Found {

@@ -1,10 +1,57 @@
-// The cluster's side of the REST API: workspaces (quota, GPUs in use, members) and nodes (Slurm's
-// and, when configured, Kubernetes'), as each caller may see them.
+// The cluster's side of the REST API: workspaces (quota, GPUs in use, jobs the quota holds,
+// members, and safed's ETTR and time lost) and nodes (Slurm's and, when configured, Kubernetes'),
+// as each caller may see them.
+#include <map>
+#include <optional>
+
 #include "common/admission.hpp"
+#include "common/job_metadata.hpp"
 #include "common/json_value.hpp"
 #include "kube-bridge/bridge_api.hpp"
 
 namespace safe::bridge {
+namespace {
+
+// Pending SaFE jobs that Slurm holds for licenses, by workspace: a workspace's quota is its
+// license (safe_ws_NAME), so these wait for its GPUs to come free.
+std::map<std::string, long long> held_by_quota(const std::vector<SlurmJob>& jobs) {
+  std::map<std::string, long long> held;
+  for (const auto& j : jobs) {
+    if (j.state != SlurmJobState::pending || j.reason != "Licenses") continue;
+    if (auto m = parse_job_metadata(j.admin_comment); m && !m->settings.workspace.empty()) ++held[m->settings.workspace];
+  }
+  return held;
+}
+
+// safed's figures for a workspace (GET /api/v1/workspaces on it): ETTR (none before any of its
+// jobs ran) and the time its jobs lost to faults.
+struct ControllerFigures {
+  std::optional<double> ettr, time_lost_s;
+};
+
+std::optional<double> number_or_none(const json_t* v) {
+  return json_is_number(v) ? std::optional<double>(json_number_value(v)) : std::nullopt;
+}
+
+// By workspace name; empty without an answer.
+std::map<std::string, ControllerFigures> controller_figures(const std::optional<std::string>& document) {
+  std::map<std::string, ControllerFigures> figures;
+  if (!document) return figures;
+  Json doc = json_take(json_loadb(document->data(), document->size(), 0, nullptr));
+  std::size_t i;
+  const json_t* w;
+  json_array_foreach(json_object_get(doc.get(), "items"), i, w) {
+    const json_t* name = json_object_get(w, "name");
+    if (json_is_string(name))
+      figures[json_string_value(name)] = {number_or_none(json_object_get(w, "ettr")),
+                                          number_or_none(json_object_get(w, "time_lost_s"))};
+  }
+  return figures;
+}
+
+json_t* number_json(std::optional<double> v) { return v ? json_real(*v) : json_null(); }
+
+}  // namespace
 
 ApiResponse BridgeApi::list_workspaces(const ApiRequest&, const Principal& who, const Captures&) {
   return workspaces(who, "");
@@ -16,6 +63,9 @@ ApiResponse BridgeApi::get_workspace(const ApiRequest&, const Principal& who, co
 
 ApiResponse BridgeApi::workspaces(const Principal& who, const std::string& only) {
   auto licenses = slurm_.licenses();
+  auto jobs = slurm_.jobs();
+  std::map<std::string, long long> held = jobs ? held_by_quota(**jobs) : std::map<std::string, long long>{};
+  auto figures = controller_figures(history_ ? history_->workspaces() : std::nullopt);
   Json items = json_take(json_array());
   for (const auto& w : settings_.config.workspaces) {
     if (!only.empty() && w.name != only) continue;
@@ -28,6 +78,11 @@ ApiResponse BridgeApi::workspaces(const Principal& who, const std::string& only)
       for (const auto& l : *licenses)
         if (l.name == workspace_license(w.name)) used = json_integer(l.in_use);
     json_set(j, "gpusInUse", used);
+    json_set(j, "pendingHeldByQuota", !jobs ? json_null() : json_integer(held.count(w.name) ? held[w.name] : 0));
+    // safed's: null without a controller's answer, and ETTR before any of the workspace's jobs ran.
+    ControllerFigures f = figures.count(w.name) ? figures[w.name] : ControllerFigures{};
+    json_set(j, "ettr", number_json(f.ettr));
+    json_set(j, "timeLostSeconds", number_json(f.time_lost_s));
     json_set(j, "partition", json_str(w.partition));
     json_set(j, "account", json_str(w.account));
     json_set(j, "qos", json_str(w.qos));

@@ -1,6 +1,6 @@
 // safed's history: of a Slurm job (GET /api/v1/jobs/ID on the controller: attempts with their
-// classification, failovers with MTTR), of all failovers, and of a node's faults, when a
-// controller is deployed. The bridge never depends
+// classification, failovers with MTTR), of all failovers, of a node's faults, the workspaces'
+// ETTR now and over time, and the nodes' GPU grids, when a controller is deployed. The bridge never depends
 // on it: without an answer, within a short timeout, events come from Slurm alone.
 #pragma once
 
@@ -27,6 +27,12 @@ class ControllerHistory {
   // /api/v1/node-faults on the controller.
   virtual std::optional<std::string> failovers(long long since) = 0;
   virtual std::optional<std::string> node_faults(const std::string& node, long long since) = 0;
+  // The workspaces' ETTR and time lost now, and ETTR per workspace of the jobs that ended in each
+  // `step` seconds from `since`: GET /api/v1/workspaces and /api/v1/ettr-history on the controller.
+  virtual std::optional<std::string> workspaces() = 0;
+  virtual std::optional<std::string> ettr_history(long long since, long long step) = 0;
+  // Each node's newest GPU grid from its health checker: GET /api/v1/node-gpus on the controller.
+  virtual std::optional<std::string> node_gpus() = 0;
 };
 
 // Over libcurl, 0.5 s at most per call, authenticated with a munge credential of the bridge's own
@@ -40,6 +46,9 @@ class CurlControllerHistory : public ControllerHistory {
   std::optional<std::string> job_history(std::uint32_t job_id, long long submitted) override;
   std::optional<std::string> failovers(long long since) override;
   std::optional<std::string> node_faults(const std::string& node, long long since) override;
+  std::optional<std::string> workspaces() override;
+  std::optional<std::string> ettr_history(long long since, long long step) override;
+  std::optional<std::string> node_gpus() override;
 
  private:
   std::optional<std::string> get(const std::string& path);  // path and query on safed

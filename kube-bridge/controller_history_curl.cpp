@@ -41,6 +41,14 @@ std::optional<std::string> CurlControllerHistory::node_faults(const std::string&
   return get("/api/v1/node-faults?node=" + std::string(escaped.get()) + "&since=" + std::to_string(since));
 }
 
+std::optional<std::string> CurlControllerHistory::workspaces() { return get("/api/v1/workspaces"); }
+
+std::optional<std::string> CurlControllerHistory::ettr_history(long long since, long long step) {
+  return get("/api/v1/ettr-history?since=" + std::to_string(since) + "&step=" + std::to_string(step));
+}
+
+std::optional<std::string> CurlControllerHistory::node_gpus() { return get("/api/v1/node-gpus"); }
+
 std::optional<std::string> CurlControllerHistory::get(const std::string& path) {
   if (now_ms() < quiet_until_ms_) return std::nullopt;
   std::string base = base_url_();

@@ -47,6 +47,7 @@ HttpResponse ControllerApi::handle(const HttpRequest& req) const {
   std::optional<std::uint32_t> only = who.admin ? std::nullopt : std::optional<std::uint32_t>(who.user.uid);
   static const std::regex job_path(R"(/api/v1/jobs/(\d{1,10}))");
   static const std::regex release_path(R"(/api/v1/nodes/([A-Za-z0-9_.-]{1,255})/release)");
+  static const std::regex gpus_path(R"(/api/v1/nodes/([A-Za-z0-9_.-]{1,255})/gpus)");
   std::smatch m;
   if (req.path == "/api/v1/status") {
     if (!get) return error(405, "method not allowed; use GET");
@@ -55,6 +56,23 @@ HttpResponse ControllerApi::handle(const HttpRequest& req) const {
   if (req.path == "/api/v1/jobs") {
     if (!get) return error(405, "method not allowed; use GET");
     return json_ok(data_.jobs(req.query.count("all") > 0, only));
+  }
+  if (req.path == "/api/v1/workspaces") {
+    if (!get) return error(405, "method not allowed; use GET");
+    return json_ok(data_.workspaces());
+  }
+  if (req.path == "/api/v1/ettr-history") {
+    if (!get) return error(405, "method not allowed; use GET");
+    long long since = 0, step = 86400;
+    for (const auto& [key, value] : req.query) {
+      auto n = number(value);
+      if (key == "since" && n) since = *n;
+      else if (key == "step" && n && *n >= 60) step = *n;
+      else
+        return error(422, "safed: ettr-history takes since (seconds since the epoch) and step (seconds, at least 60; "
+                          "86400 when left out)");
+    }
+    return json_ok(data_.ettr_history(since, step));
   }
   if (req.path == "/api/v1/failovers" || req.path == "/api/v1/node-faults") {
     if (!get) return error(405, "method not allowed; use GET");
@@ -85,6 +103,21 @@ HttpResponse ControllerApi::handle(const HttpRequest& req) const {
     // Another user's job reads as a missing one.
     if (body.empty()) return error(404, "safed: no SaFE job with that id visible to you in the state store");
     return json_ok(std::move(body));
+  }
+  if (req.path == "/api/v1/node-gpus") {
+    if (!get) return error(405, "method not allowed; use GET");
+    return json_ok(data_.node_gpus());
+  }
+  if (std::regex_match(req.path, m, gpus_path)) {
+    if (req.method != "POST") return error(405, "method not allowed; use POST");
+    if (!who.admin)
+      return error(403, "safed: a node's GPU grid comes from its health checker, running as root (auth.admins); user '" +
+                            who.user.name + "' is not an admin");
+    auto report = parse_node_gpu_report(req.body);
+    if (!report) return error(422, "safed: not a GPU grid: " + report.error());
+    if (report->node != m[1]) return error(422, "safed: the grid is node '" + report->node + "''s, not '" + m[1].str() + "''s");
+    if (Status kept = data_.put_node_gpus(*report); !kept) return error(404, kept.error());
+    return json_ok("{\"kept\": true}\n");
   }
   if (std::regex_match(req.path, m, release_path)) {
     if (req.method != "POST") return error(405, "method not allowed; use POST");

@@ -15,4 +15,11 @@ inline long long lost_work_s(long long attempt_start, long long attempt_end, lon
   return run - kept;
 }
 
+// A workspace's (or a period's) productive and wall seconds, summed over its jobs, and their ETTR.
+// No measurable wall time lost nothing: 1.
+struct WorkspaceTime {
+  double productive_s = 0, wall_s = 0;
+  double ettr() const { return wall_s > 0 ? productive_s / wall_s : 1; }
+};
+
 }  // namespace safe

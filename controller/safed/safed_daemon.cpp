@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -26,10 +27,12 @@
 #include "controller/safed/dead_node_detector.hpp"
 #include "controller/safed/deadline_reader.hpp"
 #include "controller/safed/etcd_journal.hpp"
+#include "controller/safed/ettr_history.hpp"
 #include "controller/safed/fenced_slurm_actions.hpp"
 #include "controller/safed/failover_planner.hpp"
 #include "controller/safed/job_files.hpp"
 #include "controller/safed/leadership.hpp"
+#include "controller/safed/node_gpu_reports.hpp"
 #include "controller/safed/slurm_outage.hpp"
 #include "controller/safed/slurmd_prober.hpp"
 #include "controller/safed/state_store.hpp"
@@ -153,6 +156,12 @@ class Safed {
   std::unique_ptr<FailoverPlanner> planner_;
   DeadNodeDetector detector_;
   ControllerHealth health_;
+  // Guarded by its own lock; asks whether Slurm has a node under mutex_.
+  NodeGpuReports gpu_reports_{[this](const std::string& node) {
+    std::lock_guard lock(mutex_);
+    const auto& nodes = planner_->nodes();
+    return std::any_of(nodes.begin(), nodes.end(), [&](const SlurmNode& n) { return n.name == node; });
+  }};
   ClusterShapePublisher shape_publisher_;
   Heartbeats heartbeats_;
   std::size_t main_beat_ = 0, probe_beat_ = 0, leadership_beat_ = 0;
@@ -224,6 +233,14 @@ ControllerData Safed::api_data() {
         std::lock_guard lock(read_mutex_);
         return render_job_json(read_store_, id, submitted, user);
       },
+      [this] {
+        std::lock_guard lock(mutex_);
+        return render_workspaces_json(*planner_, health_, now_s());
+      },
+      [this](long long since, long long step) {
+        std::lock_guard lock(read_mutex_);
+        return render_ettr_history_json(read_store_, since, step);
+      },
       [this](long long since, std::optional<std::uint32_t> user) {
         std::lock_guard lock(read_mutex_);
         return render_failovers_json(read_store_, since, user);
@@ -232,6 +249,8 @@ ControllerData Safed::api_data() {
         std::lock_guard lock(read_mutex_);
         return render_node_faults_json(read_store_, node, since, 1000);
       },
+      [this] { return gpu_reports_.render_json(); },
+      [this](const NodeGpuReport& report) { return gpu_reports_.put(report, now_s()); },
       [this](const std::string& node) {
         std::lock_guard lock(mutex_);
         if (!acting_)

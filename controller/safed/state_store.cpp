@@ -618,6 +618,15 @@ std::vector<JobRecord> StateStore::jobs(bool include_finished, std::optional<std
       .rows(read_job);
 }
 
+std::vector<EndedJobTime> StateStore::ended_job_times(long long since) {
+  return Statement(db_, prepare("SELECT j.workspace, MIN(a.start_time), j.end_time, j.run_seconds, j.lost_seconds"
+                                " FROM jobs j JOIN attempts a ON a.job_id = j.job_id AND a.submitted = j.submitted"
+                                " WHERE j.end_time > 0 AND j.end_time >= ? AND a.start_time > 0"
+                                " GROUP BY j.job_id, j.submitted ORDER BY j.end_time, j.job_id"))
+      .bind_all(since)
+      .rows([](Statement& q) { return EndedJobTime{q.s(0), q.i(1), q.i(2), q.i(3), q.i(4)}; });
+}
+
 void StateStore::put_attempt(const AttemptRecord& a) {
   AutoTransaction tx(*this);
   Statement(db_, prepare(std::string("INSERT OR REPLACE INTO attempts (") + kAttemptColumns +

@@ -60,6 +60,13 @@ struct JobRecord {
   bool operator==(const JobRecord&) const = default;
 };
 
+// A job that ended and had run, for ETTR over time (ettr_history.hpp): its workspace, when its
+// first run started, when it ended, and its run and lost seconds (JobRecord).
+struct EndedJobTime {
+  std::string workspace;
+  long long first_start = 0, end_time = 0, run_seconds = 0, lost_seconds = 0;
+};
+
 struct AttemptRecord {
   std::uint32_t job_id = 0;
   long long submitted = 0;
@@ -168,6 +175,9 @@ class StateStore {
   // The newest `limit` jobs; only those of `user` when set; only unfinished ones unless asked.
   std::vector<JobRecord> jobs(bool include_finished, std::optional<std::uint32_t> user = std::nullopt,
                               int limit = 1000);
+
+  // Jobs that ended at or after `since` and had run (an attempt with a start), oldest end first.
+  std::vector<EndedJobTime> ended_job_times(long long since);
 
   void put_attempt(const AttemptRecord& a);
   std::vector<AttemptRecord> attempts(const JobKey& key);

@@ -156,6 +156,33 @@ std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& hea
   return m.str();
 }
 
+namespace {
+
+// Each configured workspace: its quota, the GPUs its jobs hold (Slurm's license count), ETTR
+// (null before any of its jobs ran) and the time its jobs lost to faults.
+json_t* workspaces_json(FailoverPlanner& planner, const ControllerHealth& health, long long now) {
+  json_t* workspaces = json_array();
+  auto times = workspace_times(planner, now);
+  for (const auto& w : planner.config().workspaces) {
+    json_t* o = json_object();
+    json_object_set_new(o, "name", json_utf8(w.name));
+    json_object_set_new(o, "gpu_quota", json_integer(w.gpu_quota));
+    long long in_use = 0;
+    for (const auto& l : health.licenses)
+      if (l.name == workspace_license(w.name)) in_use = l.in_use;
+    json_object_set_new(o, "gpus_in_use", json_integer(in_use));
+    auto t = times.find(w.name);
+    json_object_set_new(o, "ettr", t == times.end() ? json_null() : json_real(t->second.ettr()));
+    auto lost = planner.counters().time_lost_by_workspace.find(w.name);
+    json_object_set_new(o, "time_lost_s",
+                        json_real(lost == planner.counters().time_lost_by_workspace.end() ? 0 : lost->second));
+    json_array_append_new(workspaces, o);
+  }
+  return workspaces;
+}
+
+}  // namespace
+
 std::string render_status_json(FailoverPlanner& planner, const ControllerHealth& health, long long now,
                                std::optional<std::uint32_t> user) {
   json_t* root = json_object();
@@ -193,24 +220,7 @@ std::string render_status_json(FailoverPlanner& planner, const ControllerHealth&
   }
   json_object_set_new(root, "quarantined", quarantine);
 
-  json_t* workspaces = json_array();
-  auto times = workspace_times(planner, now);
-  for (const auto& w : planner.config().workspaces) {
-    json_t* o = json_object();
-    json_object_set_new(o, "name", json_utf8(w.name));
-    json_object_set_new(o, "gpu_quota", json_integer(w.gpu_quota));
-    long long in_use = 0;
-    for (const auto& l : health.licenses)
-      if (l.name == workspace_license(w.name)) in_use = l.in_use;
-    json_object_set_new(o, "gpus_in_use", json_integer(in_use));
-    auto t = times.find(w.name);
-    json_object_set_new(o, "ettr", t == times.end() ? json_null() : json_real(t->second.ettr()));
-    auto lost = planner.counters().time_lost_by_workspace.find(w.name);
-    json_object_set_new(o, "time_lost_s",
-                        json_real(lost == planner.counters().time_lost_by_workspace.end() ? 0 : lost->second));
-    json_array_append_new(workspaces, o);
-  }
-  json_object_set_new(root, "workspaces", workspaces);
+  json_object_set_new(root, "workspaces", workspaces_json(planner, health, now));
 
   json_t* jobs = json_array();
   std::vector<const TrackedJob*> sorted;
@@ -219,6 +229,12 @@ std::string render_status_json(FailoverPlanner& planner, const ControllerHealth&
   std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->record.job_id < b->record.job_id; });
   for (const TrackedJob* t : sorted) json_array_append_new(jobs, job_json(t->record));
   json_object_set_new(root, "jobs", jobs);
+  return dump(root);
+}
+
+std::string render_workspaces_json(FailoverPlanner& planner, const ControllerHealth& health, long long now) {
+  json_t* root = json_object();
+  json_object_set_new(root, "items", workspaces_json(planner, health, now));
   return dump(root);
 }
 

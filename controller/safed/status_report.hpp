@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "controller/safed/failover_planner.hpp"
+#include "controller/safed/lost_work.hpp"
 
 namespace safe {
 
@@ -36,6 +37,8 @@ std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& hea
 // evidence); nullopt, every job (an administrator).
 std::string render_status_json(FailoverPlanner& planner, const ControllerHealth& health, long long now,
                                std::optional<std::uint32_t> user);
+// The workspaces as the status document has them, as {"items": [...]} (GET /api/v1/workspaces).
+std::string render_workspaces_json(FailoverPlanner& planner, const ControllerHealth& health, long long now);
 std::string render_jobs_json(StateStore& store, bool include_finished, std::optional<std::uint32_t> user);
 // The newest job with this id (or the one whose key holds `submitted`) that `user` may see; ""
 // when there is none (unknown and someone else's read the same).
@@ -43,12 +46,7 @@ std::string render_job_json(StateStore& store, std::uint32_t job_id, std::option
                             std::optional<std::uint32_t> user);
 
 // ETTR of one workspace: productive run time / wall time since its jobs first ran, over its SaFE
-// jobs that ran (Meta's definition: queueing before a job first ran is not lost). Jobs that ran
-// for no measurable time lost nothing: 1.
-struct WorkspaceTime {
-  double productive_s = 0, wall_s = 0;
-  double ettr() const { return wall_s > 0 ? productive_s / wall_s : 1; }
-};
+// jobs that ran (Meta's definition: queueing before a job first ran is not lost).
 std::map<std::string, WorkspaceTime> workspace_times(const FailoverPlanner& planner, long long now);
 // A workspace as a metric label: jobs in none get "(none)", which no workspace can be named (an
 // empty label value is the same as no label to Prometheus).

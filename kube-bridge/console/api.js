@@ -52,6 +52,14 @@ export function link(href, text) {
 
 export function timeText(t) { return t ? new Date(t).toLocaleString() : "—"; }
 
+// Seconds as "45 s", "12 min 3 s" or "3 h 4 min".
+export function durationText(seconds) {
+  const s = Math.round(seconds);
+  if (s < 60) return s + " s";
+  if (s < 3600) return Math.floor(s / 60) + " min " + (s % 60) + " s";
+  return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
+}
+
 // A definition list's items from [name, value] pairs.
 export function definitions(list, pairs) {
   const items = document.createDocumentFragment();

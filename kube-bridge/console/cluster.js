@@ -1,5 +1,6 @@
 // The cluster page (#/cluster): every node, Slurm's and Kubernetes', with what SaFE or an admin
-// did to it, in words, and a Slurm node's fault history as safed recorded it.
+// did to it, in words; each node's GPU grid (which GPU failed which check in its health
+// checker's last run); and a Slurm node's fault history as safed recorded it.
 import { $, api, cell, errorText, setStatus, show, timeText } from "./api.js";
 
 // What a node's state means for the people who run jobs on it.
@@ -49,6 +50,62 @@ export async function showCluster() {
   $("nodes-count").textContent = r.data.items.length + " nodes: " +
     [...counts].map(([status, count]) => count + " " + status).join(", ");
   setStatus("");
+  await showGpuGrid();
+}
+
+// A row per node that reported, a column per GPU index; a cell says "ok" or names the checks the
+// GPU failed (their details in its tooltip).
+async function showGpuGrid() {
+  const r = await api("GET", "/api/v1/gpu-health");
+  if (r.status === 401) return;
+  if (r.status !== 200) {
+    $("gpu-grid-summary").textContent = "Cannot read the GPU grid: " + errorText(r);
+    $("gpu-grid-head").replaceChildren();
+    $("gpu-grid-body").replaceChildren();
+    return;
+  }
+  const nodes = r.data.items;
+  const width = Math.max(0, ...nodes.map((n) => Math.max(-1, ...n.gpus.map((g) => g.index)) + 1));
+  const head = document.createElement("tr");
+  for (const title of ["Node", "Checked", ...Array.from({ length: width }, (_, i) => "GPU " + i), "Node-wide"]) {
+    const th = document.createElement("th");
+    th.scope = "col";
+    th.textContent = title;
+    head.appendChild(th);
+  }
+  $("gpu-grid-head").replaceChildren(head);
+  const rows = document.createDocumentFragment();
+  let failing = 0;
+  for (const n of nodes) {
+    const row = document.createElement("tr");
+    row.dataset.node = n.node;
+    const name = document.createElement("th");
+    name.scope = "row";
+    name.textContent = n.node;
+    row.appendChild(name);
+    cell(row, timeText(n.checkedAt));
+    const byIndex = new Map(n.gpus.map((g) => [g.index, g]));
+    for (let i = 0; i < width; i++) {
+      const g = byIndex.get(i);
+      const failed = g ? g.failed.map((f) => f.check) : [];
+      const td = cell(row, !g ? "—" : failed.length ? "failed: " + failed.join(", ") : "ok",
+        !g ? "" : failed.length ? "gpu-failed" : "gpu-ok");
+      td.dataset.gpu = String(i);
+      if (g && failed.length) {
+        td.dataset.failed = failed.join(" ");
+        td.title = g.failed.map((f) => f.detail).join("; ");
+        failing++;
+      }
+    }
+    cell(row, n.unknown ? "not judged: " + n.unknown : n.gpuCount ? n.gpuCount : "",
+      n.unknown || n.gpuCount ? "gpu-failed" : "");
+    rows.appendChild(row);
+  }
+  $("gpu-grid-body").replaceChildren(rows);
+  const checks = [...new Set(nodes.flatMap((n) => n.checks))];
+  $("gpu-grid-summary").textContent = nodes.length === 0
+    ? "No node's health checker has reported its GPUs yet (health.controller_url)."
+    : failing + (failing === 1 ? " GPU" : " GPUs") + " failing a check in its node's last health check; checks: " + checks.join(", ") + ".";
 }
 
 async function showNodeFaults(node) {

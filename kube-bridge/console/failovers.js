@@ -1,8 +1,9 @@
 // The failovers page (#/failovers): safed's failovers of the user's jobs (an admin: all), with the
-// distribution of MTTR (the fault to the job running again) and the failovers of each day by class.
+// distribution of MTTR (the fault to the job running again), the failovers of each day by class,
+// and the ETTR of each workspace the user belongs to, each day (of the jobs that ended that day).
 import { $, api, cell, errorText, link, setStatus, timeText } from "./api.js";
 
-// The buckets of safed's MTTR histogram (safe_failover_mttr_seconds), in seconds.
+// The buckets of safed's MTTR histogram (safe_mttr_seconds), in seconds.
 const buckets = [1, 2, 3, 5, 7.5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600, Infinity];
 
 function count(n, thing) { return n + " " + thing + (n === 1 ? "" : "s"); }
@@ -23,6 +24,60 @@ export async function showFailovers() {
   renderList(items);
   $("failovers-count").textContent = items.length === 0 ? "No failovers." : count(items.length, "failover");
   setStatus("");
+  await showEttr();
+}
+
+// The last 30 days, each a UTC day.
+async function showEttr() {
+  const day = 86400;
+  const since = Math.floor(Date.now() / 1000 / day) * day - 29 * day;
+  const r = await api("GET", "/api/v1/ettr-history?since=" + since + "&step=" + day);
+  if (r.status === 401) return;
+  if (r.status !== 200) {
+    $("ettr-summary").textContent = "Cannot read ETTR: " + errorText(r);
+    $("ettr-head").replaceChildren();
+    $("ettr-body").replaceChildren();
+    return;
+  }
+  const name = (p) => p.workspace === null ? "(no workspace)" : p.workspace;
+  const workspaces = [...new Set(r.data.items.map(name))].sort();
+  const days = new Map();
+  for (const p of r.data.items) {
+    const d = p.start.slice(0, 10);
+    if (!days.has(d)) days.set(d, new Map());
+    days.get(d).set(name(p), p);
+  }
+  const head = document.createElement("tr");
+  for (const title of ["Day (UTC)", ...workspaces]) {
+    const th = document.createElement("th");
+    th.scope = "col";
+    th.textContent = title;
+    head.appendChild(th);
+  }
+  $("ettr-head").replaceChildren(head);
+  const rows = document.createDocumentFragment();
+  for (const [d, byWorkspace] of [...days].sort()) {
+    const row = document.createElement("tr");
+    row.dataset.day = d;
+    cell(row, d);
+    for (const w of workspaces) {
+      const p = byWorkspace.get(w);
+      const td = cell(row, p ? p.ettr.toFixed(3) + " (" + count(p.jobs, "job") + ")" : "—");
+      if (p) {
+        td.dataset.workspace = w;
+        // A bar under the figure, as long as the ETTR: the figure says it, the bar shows it.
+        const bar = document.createElement("div");
+        bar.className = "bar";
+        bar.style.width = (100 * Math.min(1, Math.max(0, p.ettr))).toFixed(1) + "%";
+        td.appendChild(bar);
+      }
+    }
+    rows.appendChild(row);
+  }
+  $("ettr-body").replaceChildren(rows);
+  $("ettr-summary").textContent = r.data.items.length === 0
+    ? "No job of your workspaces ended in the last 30 days."
+    : "Productive time over wall time since each job first ran, of the jobs that ended each day; a job counts on the day it ended.";
 }
 
 function renderMttr(done) {

@@ -1,6 +1,7 @@
 // The workspaces page (#/workspaces): the workspaces the user belongs to (an admin: all), with
-// their GPU quota and the GPUs their running jobs hold now.
-import { $, api, cell, errorText, setStatus } from "./api.js";
+// their GPU quota, the GPUs their running jobs hold now, the pending jobs the quota holds back,
+// and safed's ETTR and time lost to faults ("—" without a controller's answer).
+import { $, api, cell, durationText, errorText, setStatus } from "./api.js";
 
 export async function showWorkspaces() {
   setStatus("Loading workspaces…");
@@ -15,6 +16,9 @@ export async function showWorkspaces() {
     const quota = w.gpuQuota === null || w.gpuQuota === undefined ? null : w.gpuQuota;
     cell(row, quota === null ? "no quota" : quota);
     cell(row, w.gpusInUse + (quota ? " (" + Math.round(100 * w.gpusInUse / quota) + " %)" : ""));
+    cell(row, w.pendingHeldByQuota === null ? "—" : w.pendingHeldByQuota);
+    cell(row, w.ettr === null ? "—" : w.ettr.toFixed(3));
+    cell(row, w.timeLostSeconds === null ? "—" : durationText(w.timeLostSeconds));
     cell(row, [w.partition && "partition " + w.partition, w.account && "account " + w.account, w.qos && "QOS " + w.qos]
       .filter(Boolean).join(", ") || "cluster defaults");
     cell(row, w.defaultRetries + " (at most " + w.maxRetries + ")");

@@ -60,14 +60,14 @@ async function main() {
   try {
     // 1. Sign in with a token from `scontrol token`, by keyboard.
     const user = await browser.createBrowserContext();
-    const page = await consolePage(user, "safetest");
+    const page = await consolePage(user, "safeconsole");
     pages.push(page);
     await page.goto(consoleUrl, { waitUntil: "networkidle0" });
     await page.waitForSelector("#sign-in", { visible: true });
     await page.waitForSelector("#workloads", { hidden: true });
     await page.screenshot({ path: shots + "/sign-in.png" });
     await signIn(page, env("SAFE_USER_JWT"));
-    check((await page.$eval("#who-name", (e) => e.textContent)) === "safetest", "expected the console to name the signed-in user");
+    check((await page.$eval("#who-name", (e) => e.textContent)) === "safeconsole", "expected the console to name the signed-in user");
 
     // 2. The session cookie: HttpOnly (no script sees it), SameSite=Strict.
     const cookie = (await user.cookies()).find((c) => c.name === "safe_session");
@@ -118,11 +118,20 @@ async function main() {
     await page.waitForSelector("#workloads", { visible: true });
     await page.waitForFunction(() => document.getElementById("status").textContent === "");
 
-    // 6. The cluster page: the node of the GPU fault, drained by SaFE with its reason.
+    // 6. The cluster page: the node of the GPU fault, drained by SaFE with its reason, its GPU grid
+    //    and its fault history.
     await page.click("#nav-cluster");
     await page.waitForSelector(`#nodes-body tr[data-node="${faultNode}"]`, { visible: true });
     const node = await page.$eval(`#nodes-body tr[data-node="${faultNode}"]`, (r) => ({ status: r.dataset.status, text: r.textContent }));
     check(node.status === "drained by SaFE" && node.text.includes("SaFE: gpu0"), "expected " + faultNode + " shown drained by SaFE with its reason (" + JSON.stringify(node) + ")");
+    // Its GPU grid: GPU 0 failed the ECC check in the node's last health check, GPU 1 passed.
+    const gpuCell = (i) => `#gpu-grid-body tr[data-node="${faultNode}"] td[data-gpu="${i}"]`;
+    await page.waitForSelector(gpuCell(0), { visible: true });
+    const gpu0 = await page.$eval(gpuCell(0), (td) => ({ failed: td.dataset.failed || "", text: td.textContent, detail: td.title }));
+    const gpu1 = await page.$eval(gpuCell(1), (td) => td.textContent);
+    check(gpu0.failed.split(" ").includes("ecc_uncorrectable") && gpu0.text.includes("ecc_uncorrectable") &&
+      gpu0.detail.includes("gpu0 uncorrectable ECC") && gpu1 === "ok",
+      "expected " + faultNode + "'s GPU 0 shown failing ecc_uncorrectable and GPU 1 ok (" + JSON.stringify([gpu0, gpu1]) + ")");
     await page.click(`button[aria-label="Fault history of ${faultNode}"]`);
     await page.waitForSelector("#node-faults", { visible: true });
     const faults = await page.$$eval("#node-faults-body tr", (rows) => rows.map((r) => r.textContent));
@@ -162,7 +171,7 @@ async function main() {
     // 9. A second user, in a browser context of their own: sees none of the first's workloads,
     //    and the API answers a look at one with 404, as for a workload that does not exist.
     const other = await browser.createBrowserContext();
-    const page2 = await consolePage(other, "safetest2");
+    const page2 = await consolePage(other, "safeconsole2");
     pages.push(page2);
     await signIn(page2, env("SAFE_OTHER_JWT"));
     const theirs = await rowIds(page2);
@@ -187,7 +196,19 @@ async function main() {
     await page4.waitForSelector('#workspaces-body tr[data-workspace="ml"]', { visible: true });
     const ml = await page4.$eval('#workspaces-body tr[data-workspace="ml"]', (r) => [...r.cells].map((c) => c.textContent));
     check(ml[1] === "8", "expected workspace ml with its GPU quota of 8 (" + JSON.stringify(ml) + ")");
+    await page4.waitForSelector('#workspaces-body tr[data-workspace="console"]', { visible: true });
+    const ws = await page4.$eval('#workspaces-body tr[data-workspace="console"]', (r) => [...r.cells].map((c) => c.textContent));
+    check(ws[1] === "1" && ws[2] === "1 (100 %)", "expected workspace console's 1 GPU quota in use (" + JSON.stringify(ws) + ")");
+    check(ws[3] === "1", "expected workspace console's one pending job held by its quota (" + JSON.stringify(ws) + ")");
+    check(/^[01]\.\d{3}$/.test(ws[4]) && /^\d+ (s|min|h)/.test(ws[5]), "expected console's ETTR and time lost from safed (" + JSON.stringify(ws) + ")");
     await page4.screenshot({ path: shots + "/workspaces.png", fullPage: true });
+    // Workspace console's ETTR of today, on the failovers page: its jobs that ended today lost nothing.
+    await page4.click("#nav-failovers");
+    const today = new Date().toISOString().slice(0, 10);
+    await page4.waitForSelector(`#ettr-body tr[data-day="${today}"] td[data-workspace="console"]`, { visible: true });
+    const ettr = await page4.$eval(`#ettr-body tr[data-day="${today}"] td[data-workspace="console"]`, (td) => td.textContent);
+    check(/^(0\.9\d\d|1\.000) \(\d+ jobs?\)$/.test(ettr), "expected console's ETTR of today near 1 for jobs that ran without a fault (" + ettr + ")");
+    await page4.screenshot({ path: shots + "/failovers-admin.png", fullPage: true });
 
     // 11. Sign out: the cookie is gone and the API answers 401.
     await page.click("#sign-out");

@@ -114,7 +114,7 @@ expect 404 GET "/api/v1/workloads/$sleep_id" "Bearer $USER_JWT" >/dev/null
 
 # Workspaces and nodes.
 ws=$(expect 200 GET /api/v1/workspaces "Bearer $ROOT_JWT")
-assert_eq "ml research" "$(jq -r '[.items[].name] | join(" ")' <<<"$ws")" "root's workspaces"
+assert_eq "ml research console" "$(jq -r '[.items[].name] | join(" ")' <<<"$ws")" "root's workspaces"
 assert_eq 0 "$(expect 200 GET /api/v1/workspaces "Bearer $USER_JWT" | jq '.items | length')" "safetest's workspaces"
 expect 404 GET /api/v1/workspaces/ml "Bearer $USER_JWT" >/dev/null
 nodes=$(expect 200 GET /api/v1/nodes "Bearer $USER_JWT")

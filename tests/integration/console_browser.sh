@@ -4,9 +4,11 @@
 # (npm, from the committed lockfile; no browser download): sign-in with a token from `scontrol
 # token`, the workloads list (a workload named like markup renders as text), a workload failed
 # over by a GPU fault on the cluster (its page shows both attempts and the node fault; the log of
-# attempt 1), the cluster page (that node drained by SaFE), stopping a workload with its button, a
-# second user who sees none of the first's, an admin who sees them (as text) and the workspaces,
-# the session cookie's attributes,
+# attempt 1), the cluster page (that node drained by SaFE, its GPU 0 failing the ECC check in the
+# GPU grid its health checker sent safed), stopping a workload with its button, a
+# second user who sees none of the first's, an admin who sees them (as text) and the workspaces
+# (workspace console's pending job held by its quota, its ETTR and time lost; its ETTR of today on
+# the failovers page, from a job that ended), the session cookie's attributes,
 # a cross-site form post refused (no cookie: SameSite=Strict) and a same-site one from another
 # origin refused (no CSRF token), and sign-out. Prints the time the list of 1,000 workloads takes
 # to render (docs/benchmarks.md) and leaves a screenshot of each page in the build tree.
@@ -30,18 +32,21 @@ shots=$SAFE_BUILD_DIR/console-screenshots
 rm -rf "$shots"
 mkdir -p "$shots"
 work=$(mktemp -d /tmp/safe-console.XXXXXX)
-pids=() bad=""
+pids=() bad="" root_jobs=()
 cleanup() {
     kill "${pids[@]}" 2>/dev/null || true
-    scancel -u safetest >/dev/null 2>&1 || true
+    scancel -u safeconsole >/dev/null 2>&1 || true
     # The checker resumes its own drain once the GPU is clean again.
     [[ -z $bad ]] || safectl inject --node "$bad" --gpu 0 --fault clear >/dev/null 2>&1 || true
+    local id
+    for id in "${root_jobs[@]}"; do scancel "${id#slurm-}" >/dev/null 2>&1 || true; done
     rm -rf "$work"
 }
 trap cleanup EXIT
 
-ensure_user safetest
-ensure_user safetest2
+# Users of this test alone: other tests count their own users' workloads (bridge_slurm, safetest's).
+ensure_user safeconsole
+ensure_user safeconsole2
 jwt() { scontrol token username="$1" lifespan=600 | sed -n 's/^SLURM_JWT=//p'; }
 submit() {  # USER NAME [SPEC]: a workload of USER that sleeps (SPEC: more of its spec); prints its id
     curl -sS -X POST -H "Authorization: Munge $(runuser -u "$1" -- munge -n)" -H 'Content-Type: application/json' \
@@ -49,19 +54,24 @@ submit() {  # USER NAME [SPEC]: a workload of USER that sleeps (SPEC: more of it
             '{name: $name, script: "exec sleep 300", labels: {suite: "console"}} + $more')" \
         "$SAFE_BRIDGE_URL/api/v1/workloads" | jq -r .id
 }
+submit_root() {  # NAME SPEC: root's workload of 1 GPU in workspace console (SPEC: more of its spec); prints its id
+    curl -sS -X POST -H "Authorization: Bearer $ROOT_JWT" -H 'Content-Type: application/json' \
+        --data-binary "$(jq -n --arg name "$1" --argjson more "$2" '{name: $name, workspace: "console", gpusPerNode: 1} + $more')" \
+        "$SAFE_BRIDGE_URL/api/v1/workloads" | jq -r .id
+}
 field() { curl -sS -H "Authorization: Bearer $ROOT_JWT" "$SAFE_BRIDGE_URL/api/v1/workloads/$1" | jq -r ".$2"; }
 phase() { field "$1" phase; }
 ROOT_JWT=$(jwt root)
 
-# safetest's workloads: one named like markup, one to stop from the console, one the attacks
-# try to stop. safetest2 has none. The bridge refuses such a name, but a user names their own
+# safeconsole's workloads: one named like markup, one to stop from the console, one the attacks
+# try to stop. safeconsole2 has none. The bridge refuses such a name, but a user names their own
 # Slurm jobs, and one with the bridge's comment is listed as a workload: that is how it comes.
-xss=slurm-$(cd /tmp && run_as safetest sbatch --parsable -J '<img src=x onerror=alert(1)>' --comment 'safe-bridge:{}' \
+xss=slurm-$(cd /tmp && run_as safeconsole sbatch --parsable -J '<img src=x onerror=alert(1)>' --comment 'safe-bridge:{}' \
     -o /dev/null --wrap 'exec sleep 300')
-to_stop=$(submit safetest 'console-sleep')
-target=$(submit safetest 'console-sleep')
+to_stop=$(submit safeconsole 'console-sleep')
+target=$(submit safeconsole 'console-sleep')
 all_nodes_in_service 60
-failed_over=$(submit safetest console-failover \
+failed_over=$(submit safeconsole console-failover \
     '{"retries": 1, "gpusPerNode": 1, "script": "echo \"console attempt=${SLURM_RESTART_COUNT:-0} node=$SLURMD_NODENAME\"; exec sleep 300"}')
 for id in "$xss" "$to_stop" "$target" "$failed_over"; do
     [[ $id =~ ^slurm-[0-9]+$ ]] || fail "the bridge did not create a workload: $id"
@@ -74,6 +84,19 @@ bad=$(field "$failed_over" nodes)
 safectl inject --node "$bad" --gpu 0 --fault ecc >/dev/null
 wait_for "[[ \$(field $failed_over attempt) == 2 && \$(phase $failed_over) == Running ]]" 60 \
     "curl -sS -H 'Authorization: Bearer $ROOT_JWT' $SAFE_BRIDGE_URL/api/v1/workloads/$failed_over/events"
+
+# Workspace console's figures (its quota is 1 GPU, no other test uses it): a job that ran and ended
+# (today's ETTR on the failovers page), one that holds its GPU, and one the quota holds back
+# (pending for Licenses) while that one runs.
+done_job=$(submit_root console-done '{"script": "sleep 2"}')
+root_jobs+=("$done_job")
+wait_for "[[ \$(phase $done_job) == Succeeded ]]" 60 "curl -sS -H 'Authorization: Bearer $ROOT_JWT' $SAFE_BRIDGE_URL/api/v1/workloads/$done_job"
+quota_job=$(submit_root console-quota '{"script": "exec sleep 300"}')
+root_jobs+=("$quota_job")
+wait_for "[[ \$(phase $quota_job) == Running ]]" 60 "squeue -j ${quota_job#slurm-} -o '%i %T %r'"
+held_job=$(submit_root console-held '{"script": "exec sleep 300"}')
+root_jobs+=("$held_job")
+wait_for "[[ \$(squeue -h -j ${held_job#slurm-} -o %r) == Licenses ]]" 30 "squeue -j ${held_job#slurm-} -o '%i %T %r'"
 
 # Another origin's pages, as an attacker's would be: the same page (a form that posts a stop of
 # $target to the bridge, submitted on load) served on another port, reached once as another
@@ -92,7 +115,7 @@ wait_for "grep -q 'port [0-9]' '$work/site.log'" 10 "cat $work/site.log"
 attack_port=$(sed -n 's/.* port \([0-9]*\) .*/\1/p' "$work/site.log" | head -n 1)
 curl -sf "http://127.0.0.1:$attack_port/attack.html" >/dev/null || fail "the other origin's page server does not answer: $(cat "$work/site.log")"
 
-SAFE_CONSOLE_URL=$SAFE_BRIDGE_URL/console/ SAFE_USER_JWT=$(jwt safetest) SAFE_OTHER_JWT=$(jwt safetest2) SAFE_ADMIN_JWT=$ROOT_JWT \
+SAFE_CONSOLE_URL=$SAFE_BRIDGE_URL/console/ SAFE_USER_JWT=$(jwt safeconsole) SAFE_OTHER_JWT=$(jwt safeconsole2) SAFE_ADMIN_JWT=$ROOT_JWT \
 SAFE_XSS_ID=$xss SAFE_STOP_ID=$to_stop SAFE_TARGET_ID=$target SAFE_FAILED_OVER_ID=$failed_over SAFE_FAULT_NODE=$bad \
 SAFE_SHOTS=$shots \
 SAFE_CROSS_SITE_URL=http://localhost:$attack_port/attack.html SAFE_SAME_SITE_URL=http://127.0.0.1:$attack_port/attack.html \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # failover_safe_drain.sh DIR: a 2-node trainer job runs; one of its nodes gets an uncorrectable ECC
-# error (a sim GPU fault), and safe-healthcheck drains it with SaFE's reason. safed must send the
+# error (a sim GPU fault), and safe-healthcheck drains it with SaFE's reason (and sends safed the
+# node's GPU grid, that GPU failing the ECC check). safed must send the
 # checkpoint signal, requeue the job excluding that node and start it at once; the job resumes
 # from the checkpoint written on the signal (no step redone beyond it) and completes. Prints MTTR.
 set -euo pipefail
@@ -25,6 +26,16 @@ t0=$(now_ms)
 safectl inject --node "$bad" --gpu 0 --fault ecc >/dev/null
 wait_restarted "$jobid" 1 $((t0 / 1000)) 30
 mttr_ms=$(($(now_ms) - t0))
+
+# The GPU grid the node's health checker sent safed with that run: GPU 0 failed the ECC check, GPU 1
+# passed (the web console's cluster page shows it).
+gpu_failures() {  # NODE GPU: the checks that GPU failed in the grid safed keeps
+    safed_read bash -c 'curl -sSf -H "Authorization: Munge $(munge -n)" "$SAFE_CONTROLLER_URL/api/v1/node-gpus"' |
+        jq -r --arg n "$1" --argjson g "$2" '.items[] | select(.node == $n) | .gpus[] | select(.index == $g) | .failed[].check'
+}
+wait_for "gpu_failures $bad 0 | grep -qx ecc_uncorrectable" 15 \
+    "curl -sS -H \"Authorization: Munge \$(munge -n)\" $SAFE_CONTROLLER_URL/api/v1/node-gpus"
+assert_eq "" "$(gpu_failures "$bad" 1)" "the checks $bad's GPU 1 failed"
 
 new_nodes=$(job_field "$jobid" NodeList)
 [[ $(scontrol show hostnames "$new_nodes") != *"$bad"* ]] ||

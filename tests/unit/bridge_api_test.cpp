@@ -343,8 +343,8 @@ TEST_F(BridgeApiTest, EventsWorkspacesNodes) {
 
 class FakeHistory : public ControllerHistory {
  public:
-  std::optional<std::string> document, failover_document, faults_document;
-  long long since = -1;
+  std::optional<std::string> document, failover_document, faults_document, workspaces_document, ettr_document, gpus_document;
+  long long since = -1, step = -1;
   std::string node;
   std::optional<std::string> job_history(std::uint32_t, long long) override { return document; }
   std::optional<std::string> failovers(long long s) override {
@@ -356,7 +356,84 @@ class FakeHistory : public ControllerHistory {
     since = s;
     return faults_document;
   }
+  std::optional<std::string> workspaces() override { return workspaces_document; }
+  std::optional<std::string> ettr_history(long long s, long long st) override {
+    since = s;
+    step = st;
+    return ettr_document;
+  }
+  std::optional<std::string> node_gpus() override { return gpus_document; }
 };
+
+TEST_F(BridgeApiTest, GpuHealthIsEveryUsersToSee) {
+  EXPECT_EQ(call("GET", "/api/v1/gpu-health", "alice").status, 503) << "no controller";
+  FakeHistory history;
+  api->set_controller_history(&history);
+  history.gpus_document = R"({"items":[{"node":"n2","time":1800000000,"backend":"sim","checks":["gpu_responsive","ecc_uncorrectable"],
+    "gpus":[{"index":3,"bus_id":"0000:03:00.0","failed":[{"check":"ecc_uncorrectable","detail":"gpu3 uncorrectable ECC=2"}]}],
+    "gpu_count":"","unknown":"","received":1800000001}]})";
+  auto r = call("GET", "/api/v1/gpu-health", "alice");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find(R"({"node":"n2","checkedAt":"2027-01-15T08:00:00Z","receivedAt":"2027-01-15T08:00:01Z","backend":"sim","checks":["gpu_responsive","ecc_uncorrectable"],)"
+                        R"("gpus":[{"index":3,"busId":"0000:03:00.0","failed":[{"check":"ecc_uncorrectable","detail":"gpu3 uncorrectable ECC=2"}]}],"gpuCount":null,"unknown":null})"),
+            std::string::npos) << r.body;
+  EXPECT_EQ(call("GET", "/api/v1/gpu-health", "", "").status, 401);
+  EXPECT_EQ(call("GET", "/api/v1/gpu-health", "alice", "", {{"node", "n2"}}).status, 422);
+  history.gpus_document = "{}";
+  EXPECT_EQ(call("GET", "/api/v1/gpu-health", "alice").status, 502);
+}
+
+TEST_F(BridgeApiTest, WorkspacesShowTheJobsTheirQuotaHoldsAndSafedsEttr) {
+  for (int i = 0; i < 3; ++i) call("POST", "/api/v1/workloads", "alice", kSpec);
+  ASSERT_EQ(slurm.jobs.size(), 3u);
+  for (auto& j : slurm.jobs) {
+    j.state = SlurmJobState::pending;
+    j.reason = "Licenses";
+    j.admin_comment = "safe: ws=ml retries=0/2 health=standard sig=USR1@120 hang=0 gpus=8";
+  }
+  slurm.jobs[1].reason = "Resources";  // waits for nodes, not for the quota
+  slurm.jobs[2].admin_comment.clear();  // not a SaFE job: no workspace
+  auto ws = call("GET", "/api/v1/workspaces/ml", "alice");
+  EXPECT_NE(ws.body.find(R"("gpusInUse":2,"pendingHeldByQuota":1,"ettr":null,"timeLostSeconds":null)"), std::string::npos)
+      << "no controller: " << ws.body;
+  FakeHistory history;
+  api->set_controller_history(&history);
+  history.workspaces_document = R"({"items":[{"name":"ml","gpu_quota":8,"gpus_in_use":2,"ettr":0.75,"time_lost_s":12.5},
+    {"name":"cv","gpu_quota":0,"gpus_in_use":0,"ettr":null,"time_lost_s":0}]})";
+  ws = call("GET", "/api/v1/workspaces", "root");
+  EXPECT_NE(ws.body.find(R"("pendingHeldByQuota":1,"ettr":0.75,"timeLostSeconds":12.5)"), std::string::npos) << ws.body;
+  EXPECT_NE(ws.body.find(R"("pendingHeldByQuota":0,"ettr":null,"timeLostSeconds":0.0)"), std::string::npos)
+      << "cv: none of its jobs ran yet: " << ws.body;
+  history.workspaces_document = "garbage";
+  EXPECT_NE(call("GET", "/api/v1/workspaces/ml", "alice").body.find(R"("ettr":null)"), std::string::npos);
+}
+
+TEST_F(BridgeApiTest, EttrHistoryShowsTheWorkspacesAUserBelongsTo) {
+  EXPECT_EQ(call("GET", "/api/v1/ettr-history", "alice").status, 503) << "no controller";
+  FakeHistory history;
+  api->set_controller_history(&history);
+  history.ettr_document = R"({"since":0,"step":86400,"items":[
+    {"workspace":"","start":1800000000,"jobs":1,"productive_s":10,"wall_s":10,"ettr":1},
+    {"workspace":"cv","start":1800000000,"jobs":2,"productive_s":5,"wall_s":10,"ettr":0.5},
+    {"workspace":"ml","start":1800000000,"jobs":3,"productive_s":90,"wall_s":100,"ettr":0.9}]})";
+  auto alice = call("GET", "/api/v1/ettr-history", "alice", "", {{"since", "1799990000"}, {"step", "3600"}});
+  ASSERT_EQ(alice.status, 200) << alice.body;
+  EXPECT_EQ(history.since, 1799990000);
+  EXPECT_EQ(history.step, 3600);
+  EXPECT_NE(alice.body.find(R"({"workspace":"ml","start":"2027-01-15T08:00:00Z","jobs":3,"ettr":0.9,"productiveSeconds":90.0,"wallSeconds":100.0})"),
+            std::string::npos) << alice.body;
+  EXPECT_EQ(alice.body.find(R"("cv")"), std::string::npos) << "alice is not in cv: " << alice.body;
+  EXPECT_EQ(alice.body.find(R"("workspace":null)"), std::string::npos) << alice.body;
+  auto root = call("GET", "/api/v1/ettr-history", "root");
+  EXPECT_EQ(history.step, 86400) << "a day when left out";
+  EXPECT_NE(root.body.find(R"("workspace":null)"), std::string::npos) << root.body;
+  EXPECT_NE(root.body.find(R"("workspace":"cv")"), std::string::npos) << root.body;
+  EXPECT_EQ(call("GET", "/api/v1/ettr-history", "alice", "", {{"step", "10"}}).status, 422);
+  EXPECT_EQ(call("GET", "/api/v1/ettr-history", "alice", "", {{"since", "x"}}).status, 422);
+  EXPECT_EQ(call("GET", "/api/v1/ettr-history", "alice", "", {{"until", "5"}}).status, 422);
+  history.ettr_document = "{}";
+  EXPECT_EQ(call("GET", "/api/v1/ettr-history", "alice").status, 502);
+}
 
 TEST_F(BridgeApiTest, FailoversShowEachUserTheirOwnJobsAndNeedTheController) {
   EXPECT_EQ(call("GET", "/api/v1/failovers", "alice").status, 503) << "no controller";
@@ -437,6 +514,7 @@ TEST(OpenApi, DocumentsEveryRouteAndIsValidJson) {
   for (const char* p : {"/api/v1/workloads", "/api/v1/workloads/{id}", "/api/v1/workloads/{id}/stop",
                         "/api/v1/workloads/{id}/logs", "/api/v1/workloads/{id}/events", "/api/v1/workspaces",
                         "/api/v1/workspaces/{name}", "/api/v1/nodes", "/api/v1/nodes/{name}/faults", "/api/v1/failovers",
+                        "/api/v1/ettr-history", "/api/v1/gpu-health",
                         "/healthz", "/metrics", "/openapi.json"})
     EXPECT_TRUE(json_object_get(paths, p)) << p;
   EXPECT_STREQ(json_string_value(json_object_get(doc, "openapi")), "3.0.3");

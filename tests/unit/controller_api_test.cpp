@@ -57,6 +57,18 @@ class ControllerApiTest : public ::testing::Test {
       seen_since = since;
       return std::string("{\"items\":[]}");
     };
+    d.workspaces = [] { return std::string("{\"items\":[]}"); };
+    d.ettr_history = [this](long long since, long long step) {
+      seen_since = since;
+      seen_step = step;
+      return std::string("{\"items\":[]}");
+    };
+    d.node_gpus = [] { return std::string("{\"items\":[]}"); };
+    d.put_node_gpus = [this](const NodeGpuReport& r) -> Status {
+      if (r.node != "n1") return Error{"safed: Slurm has no node '" + r.node + "'"};
+      kept_grid = r.node;
+      return ok_status();
+    };
     d.release_node = [this](const std::string& node) {
       released = node;
       return ok_status();
@@ -81,6 +93,8 @@ class ControllerApiTest : public ::testing::Test {
   bool seen_all = false;
   std::string released;
   long long seen_since = -1;
+  long long seen_step = -1;
+  std::string kept_grid;
   std::string seen_node = "unset";
 };
 
@@ -136,6 +150,55 @@ TEST_F(ControllerApiTest, FailoversAreTheirJobsOwnersAndNodeFaultsEveryUsers) {
   EXPECT_EQ(422, ask("GET", "/api/v1/failovers", "alice", {{"since", "yesterday"}}).status);
   EXPECT_EQ(422, ask("GET", "/api/v1/node-faults", "alice", {{"node", "n1;drop"}}).status);
   EXPECT_EQ(405, ask("POST", "/api/v1/failovers", "root").status);
+}
+
+TEST_F(ControllerApiTest, WorkspacesAndTheirEttrHistoryAreEveryUsers) {
+  EXPECT_EQ(401, ask("GET", "/api/v1/workspaces").status);
+  EXPECT_EQ(401, ask("GET", "/api/v1/ettr-history").status);
+  EXPECT_EQ(200, ask("GET", "/api/v1/workspaces", "alice").status);
+  EXPECT_EQ(200, ask("GET", "/api/v1/ettr-history", "alice").status);
+  EXPECT_EQ(0, seen_since);
+  EXPECT_EQ(86400, seen_step) << "a day when left out";
+  EXPECT_EQ(200, ask("GET", "/api/v1/ettr-history", "alice", {{"since", "1000"}, {"step", "3600"}}).status);
+  EXPECT_EQ(1000, seen_since);
+  EXPECT_EQ(3600, seen_step);
+  for (auto bad : std::vector<std::multimap<std::string, std::string>>{
+           {{"step", "59"}}, {{"step", "0"}}, {{"since", "-1"}}, {{"since", "today"}}, {{"until", "5"}}}) {
+    HttpResponse r = ask("GET", "/api/v1/ettr-history", "alice", bad);
+    EXPECT_EQ(422, r.status) << bad.begin()->first << "=" << bad.begin()->second;
+    EXPECT_NE(std::string::npos, r.body.find("at least 60")) << r.body;
+  }
+  EXPECT_EQ(405, ask("POST", "/api/v1/workspaces", "root").status);
+  EXPECT_EQ(405, ask("DELETE", "/api/v1/ettr-history", "root").status);
+}
+
+TEST_F(ControllerApiTest, OnlyAnAdminSendsANodesGpuGridAndEveryUserReadsThem) {
+  auto post = [&](const std::string& path, const std::string& who, const std::string& body) {
+    HttpRequest r;
+    r.method = "POST";
+    r.path = path;
+    r.body = body;
+    if (!who.empty()) r.authorization = "Munge as-" + who;
+    return api().handle(r);
+  };
+  NodeGpuReport grid;
+  grid.node = "n1";
+  grid.time = 5;
+  EXPECT_EQ(401, post("/api/v1/nodes/n1/gpus", "", to_json(grid)).status);
+  HttpResponse refused = post("/api/v1/nodes/n1/gpus", "alice", to_json(grid));
+  EXPECT_EQ(403, refused.status);
+  EXPECT_NE(std::string::npos, refused.body.find("health checker")) << refused.body;
+  EXPECT_EQ(422, post("/api/v1/nodes/n1/gpus", "root", "{\"node\":\"n1\"}").status);
+  EXPECT_EQ(422, post("/api/v1/nodes/n2/gpus", "root", to_json(grid)).status) << "n1's grid sent as n2's";
+  grid.node = "n9";
+  EXPECT_EQ(404, post("/api/v1/nodes/n9/gpus", "root", to_json(grid)).status) << "Slurm has no n9";
+  EXPECT_TRUE(kept_grid.empty());
+  grid.node = "n1";
+  EXPECT_EQ(200, post("/api/v1/nodes/n1/gpus", "root", to_json(grid)).status);
+  EXPECT_EQ("n1", kept_grid);
+  EXPECT_EQ(405, ask("GET", "/api/v1/nodes/n1/gpus", "root").status);
+  EXPECT_EQ(401, ask("GET", "/api/v1/node-gpus").status);
+  EXPECT_EQ(200, ask("GET", "/api/v1/node-gpus", "alice").status);
 }
 
 TEST_F(ControllerApiTest, OnlyAnAdminReleasesANode) {

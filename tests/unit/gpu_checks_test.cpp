@@ -176,3 +176,59 @@ TEST(GpuDetail, ThresholdsComeFromConfig) {
 
 }  // namespace
 }  // namespace safe
+
+namespace safe {
+namespace {
+
+// The GPU grid: the same checks, GPU by GPU (what the console's cluster page shows).
+TEST(GpuGrid, NamesEachGpusFailedChecks) {
+  HealthConfig config;
+  GpuQuery q = healthy();
+  q.snapshot.gpus[3].ecc_uncorrectable = 2;
+  q.snapshot.gpus[3].temperature_c = 120;
+  q.snapshot.gpus[5].responsive = false;
+  q.snapshot.gpus[5].ecc_uncorrectable = 9;  // not judged: the GPU is lost
+  GpuCheckScope scope;
+  scope.node_idle = true;
+  GpuGrid grid = gpu_grid(q, config, scope);
+  EXPECT_TRUE(grid.unknown.empty());
+  EXPECT_TRUE(grid.gpu_count.empty());
+  ASSERT_EQ(grid.gpus.size(), 8u);
+  EXPECT_NE(std::find(grid.checks.begin(), grid.checks.end(), "stray_gpu_use"), grid.checks.end()) << "the node is idle";
+  for (const auto& g : grid.gpus) {
+    std::vector<std::string> failed;
+    for (const auto& [check, detail] : g.failed) failed.push_back(check);
+    if (g.index == 3) {
+      EXPECT_EQ(failed, (std::vector<std::string>{"ecc_uncorrectable", "temperature"}));
+      EXPECT_NE(g.failed[0].second.find("gpu3 uncorrectable ECC=2"), std::string::npos) << g.failed[0].second;
+    } else if (g.index == 5) {
+      EXPECT_EQ(failed, (std::vector<std::string>{"gpu_responsive"}));
+    } else {
+      EXPECT_TRUE(failed.empty()) << "gpu" << g.index;
+    }
+  }
+}
+
+TEST(GpuGrid, LeavesOutDisabledChecksAndSaysWhyNothingWasJudged) {
+  HealthConfig config;
+  config.disabled_checks = {"temperature", "gpu_count"};
+  GpuQuery q = healthy(7);
+  config.expected_gpus = 8;
+  q.snapshot.gpus[0].temperature_c = 120;
+  GpuGrid grid = gpu_grid(q, config, GpuCheckScope{});
+  EXPECT_EQ(std::find(grid.checks.begin(), grid.checks.end(), "temperature"), grid.checks.end());
+  EXPECT_EQ(std::find(grid.checks.begin(), grid.checks.end(), "stray_gpu_use"), grid.checks.end()) << "node state unknown";
+  EXPECT_TRUE(grid.gpus[0].failed.empty());
+  EXPECT_TRUE(grid.gpu_count.empty()) << "gpu_count is disabled";
+  config.disabled_checks.clear();
+  EXPECT_NE(gpu_grid(q, config, GpuCheckScope{}).gpu_count.find("expected 8"), std::string::npos);
+
+  GpuQuery timed_out;
+  timed_out.outcome = GpuQuery::Outcome::timed_out;
+  GpuGrid none = gpu_grid(timed_out, config, GpuCheckScope{});
+  EXPECT_EQ(none.unknown, "GPU query timed out");
+  EXPECT_TRUE(none.gpus.empty());
+}
+
+}  // namespace
+}  // namespace safe
