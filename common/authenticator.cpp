@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -106,6 +107,15 @@ AuthResult Authenticator::authenticate(std::string_view authorization) const {
     return for_user(users_->by_uid(*decoded.uid), "munge", "uid " + std::to_string(*decoded.uid));
   }
   return {std::nullopt, "unsupported authorization scheme; " + how};
+}
+
+Authenticator::SignedPayload Authenticator::open_munge_payload(std::string_view credential) const {
+  if (!settings_.munge || !munge_) return {{std::nullopt, "munge authentication is not enabled here (auth.munge)"}, ""};
+  while (!credential.empty() && std::isspace(static_cast<unsigned char>(credential.back()))) credential.remove_suffix(1);
+  if (credential.empty()) return {{std::nullopt, "the body must be a munge credential carrying the request"}, ""};
+  auto decoded = munge_->decode(std::string(credential));
+  if (!decoded.uid) return {{std::nullopt, "munge credential rejected: " + decoded.error}, ""};
+  return {for_user(users_->by_uid(*decoded.uid), "munge", "uid " + std::to_string(*decoded.uid)), std::move(decoded.payload)};
 }
 
 }  // namespace safe

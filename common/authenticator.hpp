@@ -39,13 +39,15 @@ struct JwtCheck {
 };
 JwtCheck verify_slurm_jwt(std::string_view token, std::string_view key, std::time_t now);
 
-// Decodes a munge credential into the uid that made it. A seam over libmunge.
+// Decodes a munge credential into the uid that made it and the payload it carries. A seam over
+// libmunge.
 class MungeDecoder {
  public:
   virtual ~MungeDecoder() = default;
   struct Result {
     std::optional<uid_t> uid;
     std::string error;
+    std::string payload{};
   };
   virtual Result decode(const std::string& credential) = 0;
 };
@@ -68,8 +70,10 @@ AuthSettings auth_settings_from(const AuthConfig& config);
 Result<std::string> read_jwt_key(const std::string& path);
 
 // A fresh munge credential of this process's user, for a request to safed (`Authorization:
-// Munge ...`); munged rejects a credential used twice, so one per request.
-Result<std::string> new_munge_credential();
+// Munge ...`); munged rejects a credential used twice, so one per request. With a payload, the
+// credential carries it, signed: whoever gets hold of it can deliver that payload once, and
+// nothing else (Authenticator::open_munge_payload).
+Result<std::string> new_munge_credential(std::string_view payload = {});
 
 class Authenticator {
  public:
@@ -77,6 +81,13 @@ class Authenticator {
                 std::function<std::time_t()> clock = [] { return std::time(nullptr); })
       : settings_(std::move(settings)), munge_(munge), users_(users), clock_(std::move(clock)) {}
   AuthResult authenticate(std::string_view authorization) const;
+  // A munge credential that carries a payload (a request's whole body): who made it, and the
+  // payload, which only its maker can have put there.
+  struct SignedPayload {
+    AuthResult who;
+    std::string payload;
+  };
+  SignedPayload open_munge_payload(std::string_view credential) const;
 
  private:
   AuthResult for_user(std::optional<UserRecord> user, const std::string& method, const std::string& who) const;

@@ -1,6 +1,7 @@
 #include "common/gpu_grid.hpp"
 
 #include <regex>
+#include <set>
 
 #include "common/json_value.hpp"
 
@@ -12,6 +13,15 @@ constexpr std::size_t kMaxGpus = 64, kMaxChecks = 32, kMaxText = 1024;
 bool text_ok(const json_t* v) { return json_is_string(v) && json_string_length(v) <= kMaxText; }
 
 }  // namespace
+
+std::string clip_grid_text(std::string_view text) {
+  constexpr std::size_t kMax = 256;
+  std::string valid = valid_utf8(text);
+  if (valid.size() <= kMax) return valid;
+  std::size_t cut = kMax - 3;
+  while (cut > 0 && (static_cast<unsigned char>(valid[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+  return valid.substr(0, cut) + "...";
+}
 
 std::string to_json(const NodeGpuReport& report) {
   Json root = json_take(json_object());
@@ -67,6 +77,7 @@ Result<NodeGpuReport> parse_node_gpu_report(std::string_view text) {
     r.grid.checks.emplace_back(json_string_value(v));
   }
   const json_t* gpus = json_object_get(doc.get(), "gpus");
+  std::set<json_int_t> indices;
   if (!json_is_array(gpus) || json_array_size(gpus) > kMaxGpus) return Error{"gpus must be a list of at most 64 GPUs"};
   json_array_foreach(gpus, i, v) {
     const json_t* index = json_object_get(v, "index");
@@ -74,6 +85,7 @@ Result<NodeGpuReport> parse_node_gpu_report(std::string_view text) {
     if (!json_is_integer(index) || json_integer_value(index) < 0 || json_integer_value(index) > 1023 ||
         !text_ok(json_object_get(v, "bus_id")) || !json_is_array(failed) || json_array_size(failed) > kMaxChecks)
       return Error{"each of gpus needs an index (0-1023), a bus_id and a list of failed checks"};
+    if (!indices.insert(json_integer_value(index)).second) return Error{"gpus names GPU " + std::to_string(json_integer_value(index)) + " twice"};
     GpuGridRow row{static_cast<int>(json_integer_value(index)), json_string_or(v, "bus_id"), {}};
     std::size_t k;
     const json_t* f;

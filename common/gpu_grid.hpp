@@ -34,9 +34,14 @@ struct NodeGpuReport {
   GpuGrid grid;
 };
 
+// A text of the grid (a failure's detail, why nothing was judged) as the checker sends it: valid
+// UTF-8, at most 256 bytes (a cut marked "..."), so that a long error never gets a whole grid
+// refused.
+std::string clip_grid_text(std::string_view text);
+
 std::string to_json(const NodeGpuReport& report);
-// What a checker sent, checked: a node name Slurm could have, at most 64 GPUs and 32 checks, each
-// text at most 1,024 bytes; an error that says what is wrong otherwise.
+// What a checker sent, checked: a node name Slurm could have, at most 64 GPUs (each index once)
+// and 32 checks, each text at most 1,024 bytes; an error that says what is wrong otherwise.
 Result<NodeGpuReport> parse_node_gpu_report(std::string_view text);
 
 }  // namespace safe

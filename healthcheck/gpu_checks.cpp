@@ -187,28 +187,28 @@ GpuGrid gpu_grid(const GpuQuery& query, const HealthConfig& config, const GpuChe
   };
   switch (query.outcome) {
     case GpuQuery::Outcome::timed_out: grid.unknown = "GPU query timed out"; return grid;
-    case GpuQuery::Outcome::failed: grid.unknown = "GPU query failed: " + query.detail; return grid;
+    case GpuQuery::Outcome::failed: grid.unknown = clip_grid_text("GPU query failed: " + query.detail); return grid;
     case GpuQuery::Outcome::no_backend: grid.unknown = "no GPU driver found"; return grid;
     case GpuQuery::Outcome::ok: break;
   }
   const GpuSnapshot& s = query.snapshot;
   if (!s.ok) {
-    grid.unknown = s.backend + " unusable: " + s.error;
+    grid.unknown = clip_grid_text(s.backend + " unusable: " + s.error);
     return grid;
   }
   if (!off("gpu_count"))
     for (const auto& r : evaluate_gpu_checks(query, config, scope))
-      if (r.check == "gpu_count" && r.status == CheckStatus::fail) grid.gpu_count = r.detail;
+      if (r.check == "gpu_count" && r.status == CheckStatus::fail) grid.gpu_count = clip_grid_text(r.detail);
   std::vector<GpuCheck> checks = per_gpu_checks(config, scope);
   std::erase_if(checks, [&](const GpuCheck& c) { return off(c.name); });
   for (const GpuCheck& c : checks) grid.checks.emplace_back(c.name);
   for (const auto& g : s.gpus) {
     if (scope.only_gpus && !std::count(scope.only_gpus->begin(), scope.only_gpus->end(), g.index)) continue;
-    GpuGridRow row{g.index, g.bus_id, {}};
+    GpuGridRow row{g.index, clip_grid_text(g.bus_id), {}};
     for (const GpuCheck& c : checks) {
       // An unresponsive GPU reports nothing else worth judging (as in evaluate_gpu_checks).
       if (!g.responsive && std::string_view(c.name) != "gpu_responsive") continue;
-      if (auto problem = c.test(g)) row.failed.emplace_back(c.name, *problem);
+      if (auto problem = c.test(g)) row.failed.emplace_back(c.name, clip_grid_text(*problem));
     }
     grid.gpus.push_back(std::move(row));
   }

@@ -26,19 +26,19 @@ Result<std::string> gpu_grid_url(const SafeConfig& config) {
 }
 
 Status send_gpu_grid(const std::string& url, const NodeGpuReport& report) {
-  auto credential = new_munge_credential();
-  if (!credential) return Error{"no munge credential: " + credential.error()};
+  // The grid rides inside the credential, not beside it: a credential taken on its way (a process
+  // listening where safed should be) can only deliver this grid, once.
+  auto body = new_munge_credential(to_json(report));
+  if (!body) return Error{"no munge credential: " + body.error()};
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
   if (!curl) return Error{"libcurl failed to start"};
-  std::string target = url + "/api/v1/nodes/" + report.node + "/gpus", body = to_json(report), answer;
-  std::string auth = "Authorization: Munge " + *credential;
-  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(curl_slist_append(nullptr, auth.c_str()),
-                                                                       curl_slist_free_all);
-  headers.reset(curl_slist_append(headers.release(), "Content-Type: application/json"));
+  std::string target = url + "/api/v1/nodes/" + report.node + "/gpus", answer;
+  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(
+      curl_slist_append(nullptr, "Content-Type: application/x-munge-credential"), curl_slist_free_all);
   curl_easy_setopt(curl.get(), CURLOPT_HTTPHEADER, headers.get());
   curl_easy_setopt(curl.get(), CURLOPT_URL, target.c_str());
-  curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDS, body.c_str());
-  curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+  curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDS, body->c_str());
+  curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDSIZE, static_cast<long>(body->size()));
   curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl.get(), CURLOPT_CONNECTTIMEOUT_MS, 500L);
   curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT_MS, 2000L);

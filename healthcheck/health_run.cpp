@@ -299,7 +299,6 @@ std::string summary_line(const RunReport& r) {
     s << "; history not saved: " << r.state_error
       << " (its fault and recovery counts do not advance until health.state_dir takes writes)";
   if (!r.metrics_error.empty()) s << "; metrics not written: " << r.metrics_error;
-  if (!r.grid_error.empty()) s << "; GPU grid not sent to safed: " << r.grid_error;
   if (r.decision.action != NodeAction::none) {
     s << "; " << to_string(r.decision.action) << (r.decision.reason.empty() ? "" : " \"" + r.decision.reason + "\"");
     if (!r.action_ok) s << " FAILED: " << r.action_error << " (check SLURM_CONF and that slurmctld answers)";

@@ -57,7 +57,6 @@ struct RunReport {
   std::string state_error;
   std::string metrics_error;  // why health.metrics_dir's file could not be written; "" when it was
   GpuGrid gpus;               // which GPU failed which check in this run (before hysteresis)
-  std::string grid_error;     // why the grid did not reach safed (gpu_grid_sender.hpp); "" when it did
 };
 
 RunReport run_health_once(const RunOptions& options, ProcessRunner& runner, SlurmNodeControl& slurm);

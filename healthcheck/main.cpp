@@ -67,13 +67,14 @@ void start_xid_listener() {
   }).detach();
 }
 
-// After a periodic Slurm run: the node's GPU grid to safed, for the web console.
-void send_grid(safe::RunReport& report, const safe::SafeConfig& config) {
-  if (report.status == "not-run") return;
+// After a periodic Slurm run has acted and reported: the node's GPU grid to safed, for the web
+// console. Not the startup run's: slurmd waits for it before it registers.
+void send_grid(const safe::RunReport& report, const safe::SafeConfig& config) {
+  if (report.status == "not-run" || report.startup_run) return;
   auto url = safe::gpu_grid_url(config);
   safe::Status sent = url ? safe::send_gpu_grid(*url, {report.node, report.time, report.gpu_backend, report.gpus})
                           : safe::Status(safe::Error{"cannot find safed: " + url.error()});
-  if (!sent) report.grid_error = sent.error();
+  if (!sent) std::cerr << "safe-healthcheck: " << report.node << ": GPU grid not sent to safed: " << sent.error() << "\n";
 }
 
 // --kube: carry out the run's verdict on the Kubernetes node with safe-kube-node (installed beside
@@ -172,8 +173,8 @@ int run(int argc, char** argv) {
   if (!vm.count("watch")) {
     safe::RunReport report = safe::run_health_once(options, runner, slurm);
     if (kube) apply_kube_mark(report, options, runner);
-    if (options.use_slurm) send_grid(report, *config);
     print(report, json);
+    if (options.use_slurm) send_grid(report, *config);
     if (report.status == "not-run") std::cerr << "safe-healthcheck: " << report.error << "\n";
     return report.exit_code;
   }
@@ -199,8 +200,8 @@ int run(int argc, char** argv) {
     g_wake = false;
     safe::RunReport report = safe::run_health_once(options, runner, slurm);
     if (kube) apply_kube_mark(report, options, runner);
-    if (options.use_slurm) send_grid(report, *config);
     print(report, json);
+    if (options.use_slurm) send_grid(report, *config);
     wait_ms = config->health.interval_s * 1000 + jitter_ms(random);
   }
   (void)systemd.notify("STOPPING=1");

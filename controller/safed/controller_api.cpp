@@ -37,6 +37,12 @@ HttpResponse ControllerApi::handle(const HttpRequest& req) const {
   }
   if (req.path.rfind("/api/v1/", 0) != 0) return error(404, "safed: no such resource; the API lives under /api/v1");
 
+  // A node's GPU grid comes as the munge credential that carries it: the credential proves who
+  // sent that grid, and no other (one taken on its way can only deliver the same grid).
+  static const std::regex gpus_path(R"(/api/v1/nodes/([A-Za-z0-9_.-]{1,255})/gpus)");
+  std::smatch grid_path;
+  if (std::regex_match(req.path, grid_path, gpus_path)) return put_node_gpus(req, grid_path[1]);
+
   AuthResult auth = auth_.authenticate(req.authorization);
   if (!auth.principal) {
     HttpResponse r = error(401, "safed: " + auth.error);
@@ -47,7 +53,6 @@ HttpResponse ControllerApi::handle(const HttpRequest& req) const {
   std::optional<std::uint32_t> only = who.admin ? std::nullopt : std::optional<std::uint32_t>(who.user.uid);
   static const std::regex job_path(R"(/api/v1/jobs/(\d{1,10}))");
   static const std::regex release_path(R"(/api/v1/nodes/([A-Za-z0-9_.-]{1,255})/release)");
-  static const std::regex gpus_path(R"(/api/v1/nodes/([A-Za-z0-9_.-]{1,255})/gpus)");
   std::smatch m;
   if (req.path == "/api/v1/status") {
     if (!get) return error(405, "method not allowed; use GET");
@@ -108,17 +113,6 @@ HttpResponse ControllerApi::handle(const HttpRequest& req) const {
     if (!get) return error(405, "method not allowed; use GET");
     return json_ok(data_.node_gpus());
   }
-  if (std::regex_match(req.path, m, gpus_path)) {
-    if (req.method != "POST") return error(405, "method not allowed; use POST");
-    if (!who.admin)
-      return error(403, "safed: a node's GPU grid comes from its health checker, running as root (auth.admins); user '" +
-                            who.user.name + "' is not an admin");
-    auto report = parse_node_gpu_report(req.body);
-    if (!report) return error(422, "safed: not a GPU grid: " + report.error());
-    if (report->node != m[1]) return error(422, "safed: the grid is node '" + report->node + "''s, not '" + m[1].str() + "''s");
-    if (Status kept = data_.put_node_gpus(*report); !kept) return error(404, kept.error());
-    return json_ok("{\"kept\": true}\n");
-  }
   if (std::regex_match(req.path, m, release_path)) {
     if (req.method != "POST") return error(405, "method not allowed; use POST");
     if (!who.admin)
@@ -128,6 +122,26 @@ HttpResponse ControllerApi::handle(const HttpRequest& req) const {
     return json_ok("{\"released\": true}\n");
   }
   return error(404, "safed: no such resource; see docs/controller.md");
+}
+
+HttpResponse ControllerApi::put_node_gpus(const HttpRequest& req, const std::string& node) const {
+  if (req.method != "POST") return error(405, "method not allowed; use POST");
+  Authenticator::SignedPayload signed_grid = auth_.open_munge_payload(req.body);
+  if (!signed_grid.who.principal) {
+    HttpResponse r = error(401, "safed: " + signed_grid.who.error + "; a node's health checker sends its grid in a "
+                                "munge credential (the request's body)");
+    r.headers.emplace_back("WWW-Authenticate", "Munge");
+    return r;
+  }
+  const Principal& who = *signed_grid.who.principal;
+  if (!who.admin)
+    return error(403, "safed: a node's GPU grid comes from its health checker, running as root (auth.admins); user '" +
+                          who.user.name + "' is not an admin");
+  auto report = parse_node_gpu_report(signed_grid.payload);
+  if (!report) return error(422, "safed: not a GPU grid: " + report.error());
+  if (report->node != node) return error(422, "safed: the grid is of node '" + report->node + "', not of '" + node + "'");
+  if (Status kept = data_.put_node_gpus(*report); !kept) return error(404, kept.error());
+  return json_ok("{\"kept\": true}\n");
 }
 
 }  // namespace safe

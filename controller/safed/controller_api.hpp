@@ -2,7 +2,8 @@
 // without sockets: /healthz and /metrics are open (cluster-wide counts, no user's data); every
 // /api/v1 route needs the credentials Slurm accepts (munge, Slurm JWT) and shows a user only their
 // own jobs and evidence, an admin (auth.admins) everything; only an admin may change anything
-// (the nodes' health checkers, which send their GPU grids as root, are admins).
+// (the nodes' health checkers, which send their GPU grids as root, are admins: each grid comes in
+// the munge credential that signs it, the request's body, not with an Authorization header).
 #pragma once
 
 #include <cstdint>
@@ -49,6 +50,7 @@ class ControllerApi {
   static bool is_inline(const HttpRequest& request) { return request.path == "/healthz"; }
 
  private:
+  HttpResponse put_node_gpus(const HttpRequest& request, const std::string& node) const;
   const Authenticator& auth_;
   ControllerData data_;
 };

@@ -4,11 +4,19 @@
 
 namespace safe {
 
-Status NodeGpuReports::put(const NodeGpuReport& report, long long now) {
-  if (!is_node_(report.node))
-    return Error{"safed: Slurm has no node '" + report.node + "'; a node's health checker sends its own grid"};
+void NodeGpuReports::set_nodes(std::vector<std::string> nodes) {
   std::lock_guard lock(mutex_);
-  reports_[report.node] = {now, report};
+  nodes_ = std::set<std::string>(std::make_move_iterator(nodes.begin()), std::make_move_iterator(nodes.end()));
+  std::erase_if(reports_, [this](const auto& kept) { return !nodes_.count(kept.first); });
+}
+
+Status NodeGpuReports::put(const NodeGpuReport& report, long long now) {
+  std::lock_guard lock(mutex_);
+  if (!nodes_.count(report.node))
+    return Error{"safed: Slurm has no node '" + report.node + "' (as of safed's last pass); a node's health checker "
+                 "sends its own grid"};
+  auto kept = reports_.find(report.node);
+  if (kept == reports_.end() || kept->second.report.time <= report.time) reports_[report.node] = {now, report};
   return ok_status();
 }
 

@@ -4,10 +4,11 @@
 // the REST bridge's GET /api/v1/gpu-health (the web console's cluster page).
 #pragma once
 
-#include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "common/gpu_grid.hpp"
 #include "common/result.hpp"
@@ -16,11 +17,13 @@ namespace safe {
 
 class NodeGpuReports {
  public:
-  // `is_node`: whether Slurm has a node of that name (only those are kept: memory stays bounded
-  // by the cluster's size whatever an admin's credential sends).
-  explicit NodeGpuReports(std::function<bool(const std::string&)> is_node) : is_node_(std::move(is_node)) {}
-
-  // Keeps `report` as its node's newest, received at `now`; an error for a node Slurm does not have.
+  // The nodes Slurm has, as of safed's last pass: only their grids are kept (memory stays bounded
+  // by the cluster's size whatever an admin's credential sends), and a node gone from Slurm takes
+  // its grid with it. Its own lock: the API's workers never wait on a reconcile pass.
+  void set_nodes(std::vector<std::string> nodes);
+  // Keeps `report` as its node's, received at `now`, unless the node's kept grid comes from a
+  // later run (the periodic checker and the agent may deliver out of order); an error for a node
+  // Slurm does not have.
   Status put(const NodeGpuReport& report, long long now);
   // {"items": [{"node", "received", "time", "backend", "checks", "gpus", "gpu_count", "unknown"}]},
   // by node name.
@@ -31,8 +34,8 @@ class NodeGpuReports {
     long long received = 0;
     NodeGpuReport report;
   };
-  std::function<bool(const std::string&)> is_node_;
   mutable std::mutex mutex_;
+  std::set<std::string> nodes_;
   std::map<std::string, Kept> reports_;
 };
 

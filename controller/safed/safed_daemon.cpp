@@ -156,12 +156,7 @@ class Safed {
   std::unique_ptr<FailoverPlanner> planner_;
   DeadNodeDetector detector_;
   ControllerHealth health_;
-  // Guarded by its own lock; asks whether Slurm has a node under mutex_.
-  NodeGpuReports gpu_reports_{[this](const std::string& node) {
-    std::lock_guard lock(mutex_);
-    const auto& nodes = planner_->nodes();
-    return std::any_of(nodes.begin(), nodes.end(), [&](const SlurmNode& n) { return n.name == node; });
-  }};
+  NodeGpuReports gpu_reports_;  // its own lock; told Slurm's nodes after each pass
   ClusterShapePublisher shape_publisher_;
   Heartbeats heartbeats_;
   std::size_t main_beat_ = 0, probe_beat_ = 0, leadership_beat_ = 0;
@@ -617,6 +612,9 @@ void Safed::reconcile_pass() {
   }
   if (due(pruned_at_, 3600)) prune(now);
   if (due(shape_at_, 10)) publish_shape(now, *nodes);
+  std::vector<std::string> names;
+  for (const auto& n : *nodes) names.push_back(n.name);
+  gpu_reports_.set_nodes(std::move(names));
   if (due(licenses_at_, 10)) read_licenses();
   health_.last_pass = now;
   health_.last_pass_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -742,7 +740,9 @@ int Safed::run() {
   HttpServiceSettings http_settings;
   http_settings.host = host_;
   http_settings.port = port_;
-  http_settings.limits.max_body_bytes = 64 << 10;  // no route takes a body
+  // One route takes a body: a node's GPU grid in a munge credential (a few KiB; 64 GPUs with every
+  // check failing, texts clipped as the checker clips them, stay under it).
+  http_settings.limits.max_body_bytes = 1 << 20;
   http_settings.limits.max_connections = 1024;
   http_settings.limits.workers = 4;
   HttpService http(http_settings, [&api](const HttpRequest& r) { return api.handle(r); }, ControllerApi::is_inline);

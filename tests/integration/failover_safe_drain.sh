@@ -29,13 +29,13 @@ mttr_ms=$(($(now_ms) - t0))
 
 # The GPU grid the node's health checker sent safed with that run: GPU 0 failed the ECC check, GPU 1
 # passed (the web console's cluster page shows it).
-gpu_failures() {  # NODE GPU: the checks that GPU failed in the grid safed keeps
+gpu_failures() {  # NODE GPU: the checks that GPU failed in the grid safed keeps, as a JSON list
     safed_read bash -c 'curl -sSf -H "Authorization: Munge $(munge -n)" "$SAFE_CONTROLLER_URL/api/v1/node-gpus"' |
-        jq -r --arg n "$1" --argjson g "$2" '.items[] | select(.node == $n) | .gpus[] | select(.index == $g) | .failed[].check'
+        jq -c --arg n "$1" --argjson g "$2" '.items[] | select(.node == $n) | .gpus[] | select(.index == $g) | [.failed[].check]'
 }
-wait_for "gpu_failures $bad 0 | grep -qx ecc_uncorrectable" 15 \
+wait_for "[[ \$(gpu_failures $bad 0) == '[\"ecc_uncorrectable\"]' ]]" 15 \
     "curl -sS -H \"Authorization: Munge \$(munge -n)\" $SAFE_CONTROLLER_URL/api/v1/node-gpus"
-assert_eq "" "$(gpu_failures "$bad" 1)" "the checks $bad's GPU 1 failed"
+assert_eq "[]" "$(gpu_failures "$bad" 1)" "the checks $bad's GPU 1 failed"
 
 new_nodes=$(job_field "$jobid" NodeList)
 [[ $(scontrol show hostnames "$new_nodes") != *"$bad"* ]] ||

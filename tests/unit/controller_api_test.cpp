@@ -14,13 +14,15 @@ class Users : public bridge::FakeUserDirectory {
   Users() : FakeUserDirectory({{"alice", {"alice", 1001, 1001, {}, "/home/alice"}}, {"root", {"root", 0, 0, {}, "/root"}}}) {}
 };
 
-// "Munge as-NAME" is NAME's credential.
+// "Munge as-NAME" is NAME's credential; "as-NAME|PAYLOAD" one that carries PAYLOAD.
 class Munge : public MungeDecoder {
  public:
   Users* users = nullptr;
   Result decode(const std::string& c) override {
-    if (c.starts_with("as-"))
-      if (auto u = users->by_name(c.substr(3))) return {u->uid, ""};
+    if (!c.starts_with("as-")) return {std::nullopt, "Invalid credential"};
+    auto bar = c.find('|');
+    if (auto u = users->by_name(c.substr(3, bar == std::string::npos ? std::string::npos : bar - 3)))
+      return {u->uid, "", bar == std::string::npos ? "" : c.substr(bar + 1)};
     return {std::nullopt, "Invalid credential"};
   }
 };
@@ -172,29 +174,33 @@ TEST_F(ControllerApiTest, WorkspacesAndTheirEttrHistoryAreEveryUsers) {
   EXPECT_EQ(405, ask("DELETE", "/api/v1/ettr-history", "root").status);
 }
 
-TEST_F(ControllerApiTest, OnlyAnAdminSendsANodesGpuGridAndEveryUserReadsThem) {
-  auto post = [&](const std::string& path, const std::string& who, const std::string& body) {
+TEST_F(ControllerApiTest, ANodesGpuGridComesSignedByAnAdminAndEveryUserReadsThem) {
+  // The body is the credential that carries the grid; no Authorization header is needed.
+  auto post = [&](const std::string& path, const std::string& body, const std::string& header = "") {
     HttpRequest r;
     r.method = "POST";
     r.path = path;
     r.body = body;
-    if (!who.empty()) r.authorization = "Munge as-" + who;
+    r.authorization = header;
     return api().handle(r);
   };
   NodeGpuReport grid;
   grid.node = "n1";
   grid.time = 5;
-  EXPECT_EQ(401, post("/api/v1/nodes/n1/gpus", "", to_json(grid)).status);
-  HttpResponse refused = post("/api/v1/nodes/n1/gpus", "alice", to_json(grid));
+  const std::string signed_by_root = "as-root|" + to_json(grid);
+  EXPECT_EQ(401, post("/api/v1/nodes/n1/gpus", "").status);
+  EXPECT_EQ(401, post("/api/v1/nodes/n1/gpus", to_json(grid), "Munge as-root").status)
+      << "a grid beside an admin's credential is not signed by it";
+  EXPECT_EQ(401, post("/api/v1/nodes/n1/gpus", "as-mallory|" + to_json(grid)).status);
+  HttpResponse refused = post("/api/v1/nodes/n1/gpus", "as-alice|" + to_json(grid));
   EXPECT_EQ(403, refused.status);
   EXPECT_NE(std::string::npos, refused.body.find("health checker")) << refused.body;
-  EXPECT_EQ(422, post("/api/v1/nodes/n1/gpus", "root", "{\"node\":\"n1\"}").status);
-  EXPECT_EQ(422, post("/api/v1/nodes/n2/gpus", "root", to_json(grid)).status) << "n1's grid sent as n2's";
+  EXPECT_EQ(422, post("/api/v1/nodes/n1/gpus", "as-root|{\"node\":\"n1\"}").status);
+  EXPECT_EQ(422, post("/api/v1/nodes/n2/gpus", signed_by_root).status) << "n1's grid sent as n2's";
   grid.node = "n9";
-  EXPECT_EQ(404, post("/api/v1/nodes/n9/gpus", "root", to_json(grid)).status) << "Slurm has no n9";
+  EXPECT_EQ(404, post("/api/v1/nodes/n9/gpus", "as-root|" + to_json(grid)).status) << "Slurm has no n9";
   EXPECT_TRUE(kept_grid.empty());
-  grid.node = "n1";
-  EXPECT_EQ(200, post("/api/v1/nodes/n1/gpus", "root", to_json(grid)).status);
+  EXPECT_EQ(200, post("/api/v1/nodes/n1/gpus", signed_by_root + "\n").status);
   EXPECT_EQ("n1", kept_grid);
   EXPECT_EQ(405, ask("GET", "/api/v1/nodes/n1/gpus", "root").status);
   EXPECT_EQ(401, ask("GET", "/api/v1/node-gpus").status);

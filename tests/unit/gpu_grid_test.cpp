@@ -53,19 +53,41 @@ TEST(GpuGridFormat, RefusesWhatIsNotAGrid) {
   EXPECT_FALSE(parse_node_gpu_report(many + "]}").ok()) << "65 GPUs";
 }
 
-TEST(NodeGpuReports, KeepsTheNewestOfEachNodeSlurmHas) {
-  NodeGpuReports reports([](const std::string& node) { return node == "n1" || node == "n2"; });
+TEST(GpuGridFormat, LongTextsAreClippedNotRefusedAndEachGpuComesOnce) {
+  std::string long_error = std::string(300, 'x') + "\xc3\xa9" + std::string(300, 'y');
+  std::string clipped = clip_grid_text(long_error);
+  EXPECT_EQ(clipped.size(), 256u);
+  EXPECT_TRUE(clipped.ends_with("...")) << clipped;
+  std::string at_a_character = clip_grid_text(std::string(252, 'a') + "\xc3\xa9" + std::string(10, 'b'));
+  EXPECT_EQ(at_a_character, std::string(252, 'a') + "...") << "not inside the 2-byte character";
+  EXPECT_EQ(clip_grid_text("short \xff"), "short \xef\xbf\xbd") << "invalid UTF-8 replaced";
   NodeGpuReport r = sample();
+  r.grid.unknown = clip_grid_text(long_error);
+  EXPECT_TRUE(parse_node_gpu_report(to_json(r)).ok());
+  r.grid.gpus[1].index = 0;
+  EXPECT_FALSE(parse_node_gpu_report(to_json(r)).ok()) << "GPU 0 twice";
+}
+
+TEST(NodeGpuReports, KeepsTheNewestOfEachNodeSlurmHas) {
+  NodeGpuReports reports;
+  NodeGpuReport r = sample();
+  EXPECT_FALSE(reports.put(r, 100).ok()) << "before safed has read Slurm's nodes";
+  reports.set_nodes({"n1", "n2"});
   ASSERT_TRUE(reports.put(r, 100).ok());
   r.time = 1800000060;
   ASSERT_TRUE(reports.put(r, 160).ok());
+  r.time = 1800000030;  // an older run's, delivered late
+  ASSERT_TRUE(reports.put(r, 170).ok());
   r.node = "n9";
   EXPECT_FALSE(reports.put(r, 170).ok()) << "Slurm has no n9";
   std::string doc = reports.render_json();
   EXPECT_NE(doc.find(R"("time": 1800000060)"), std::string::npos) << doc;
   EXPECT_NE(doc.find(R"("received": 160)"), std::string::npos) << doc;
   EXPECT_EQ(doc.find("1800000000"), std::string::npos) << "only the newest: " << doc;
+  EXPECT_EQ(doc.find("1800000030"), std::string::npos) << "not the late older one: " << doc;
   EXPECT_EQ(doc.find("n9"), std::string::npos) << doc;
+  reports.set_nodes({"n2"});
+  EXPECT_EQ(reports.render_json().find("n1"), std::string::npos) << "n1 left Slurm: its grid goes";
 }
 
 }  // namespace
