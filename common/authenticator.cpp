@@ -104,6 +104,10 @@ AuthResult Authenticator::authenticate(std::string_view authorization) const {
     if (value.empty() || value.size() > 8192) return {std::nullopt, "empty or oversized munge credential; " + how};
     auto decoded = munge_->decode(std::string(value));
     if (!decoded.uid) return {std::nullopt, "munge credential rejected: " + decoded.error + "; make a fresh one with munge -n"};
+    // A credential that carries a payload was made to deliver that payload (a node's GPU grid),
+    // not to act as its maker: one taken on its way must not open every other route.
+    if (!decoded.payload.empty())
+      return {std::nullopt, "munge credential refused: it carries a payload; make one without, with munge -n"};
     return for_user(users_->by_uid(*decoded.uid), "munge", "uid " + std::to_string(*decoded.uid));
   }
   return {std::nullopt, "unsupported authorization scheme; " + how};

@@ -72,7 +72,7 @@ Result<std::string> read_jwt_key(const std::string& path);
 // A fresh munge credential of this process's user, for a request to safed (`Authorization:
 // Munge ...`); munged rejects a credential used twice, so one per request. With a payload, the
 // credential carries it, signed: whoever gets hold of it can deliver that payload once, and
-// nothing else (Authenticator::open_munge_payload).
+// nothing else (Authenticator::open_munge_payload; authenticate() refuses such a credential).
 Result<std::string> new_munge_credential(std::string_view payload = {});
 
 class Authenticator {

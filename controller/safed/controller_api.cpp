@@ -140,8 +140,9 @@ HttpResponse ControllerApi::put_node_gpus(const HttpRequest& req, const std::str
   auto report = parse_node_gpu_report(signed_grid.payload);
   if (!report) return error(422, "safed: not a GPU grid: " + report.error());
   if (report->node != node) return error(422, "safed: the grid is of node '" + report->node + "', not of '" + node + "'");
-  if (Status kept = data_.put_node_gpus(*report); !kept) return error(404, kept.error());
-  return json_ok("{\"kept\": true}\n");
+  Result<bool> kept = data_.put_node_gpus(*report);
+  if (!kept) return error(404, kept.error());
+  return json_ok(*kept ? "{\"kept\": true}\n" : "{\"kept\": false, \"why\": \"safed holds a grid of a later run\"}\n");
 }
 
 }  // namespace safe

@@ -37,7 +37,7 @@ struct ControllerData {
   std::function<std::string(const std::string& node, long long since)> node_faults;
   // Each node's newest GPU grid (node_gpu_reports.hpp), and keeping one its checker sent.
   std::function<std::string()> node_gpus;
-  std::function<Status(const NodeGpuReport& report)> put_node_gpus;
+  std::function<Result<bool>(const NodeGpuReport& report)> put_node_gpus;  // false: a newer one is kept
   // Ends a node's quarantine, or says why not.
   std::function<Status(const std::string& node)> release_node;
 };

@@ -10,14 +10,15 @@ void NodeGpuReports::set_nodes(std::vector<std::string> nodes) {
   std::erase_if(reports_, [this](const auto& kept) { return !nodes_.count(kept.first); });
 }
 
-Status NodeGpuReports::put(const NodeGpuReport& report, long long now) {
+Result<bool> NodeGpuReports::put(const NodeGpuReport& report, long long now) {
   std::lock_guard lock(mutex_);
   if (!nodes_.count(report.node))
     return Error{"safed: Slurm has no node '" + report.node + "' (as of safed's last pass); a node's health checker "
                  "sends its own grid"};
   auto kept = reports_.find(report.node);
-  if (kept == reports_.end() || kept->second.report.time <= report.time) reports_[report.node] = {now, report};
-  return ok_status();
+  if (kept != reports_.end() && kept->second.report.time > report.time && now - kept->second.received < 300) return false;
+  reports_[report.node] = {now, report};
+  return true;
 }
 
 std::string NodeGpuReports::render_json() const {

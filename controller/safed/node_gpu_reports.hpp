@@ -21,10 +21,11 @@ class NodeGpuReports {
   // by the cluster's size whatever an admin's credential sends), and a node gone from Slurm takes
   // its grid with it. Its own lock: the API's workers never wait on a reconcile pass.
   void set_nodes(std::vector<std::string> nodes);
-  // Keeps `report` as its node's, received at `now`, unless the node's kept grid comes from a
-  // later run (the periodic checker and the agent may deliver out of order); an error for a node
-  // Slurm does not have.
-  Status put(const NodeGpuReport& report, long long now);
+  // Keeps `report` as its node's, received at `now` (true), unless the node's kept grid comes from
+  // a later run and arrived in the last 5 minutes (false: the periodic checker and the agent may
+  // deliver out of order; a node whose clock went back is not frozen for good); an error for a
+  // node Slurm does not have.
+  Result<bool> put(const NodeGpuReport& report, long long now);
   // {"items": [{"node", "received", "time", "backend", "checks", "gpus", "gpu_count", "unknown"}]},
   // by node name.
   std::string render_json() const;

@@ -3,7 +3,8 @@
 # who can reach it. Without credentials only /healthz and /metrics answer (401 for /api/v1); an
 # ordinary user made by the test, through safectl (munge), sees only their own jobs, reads
 # another user's job as missing and may not release a quarantine (403); root (auth.admins) sees
-# both users' jobs. A body over the limit is refused (413) before it is read.
+# both users' jobs. A credential that carries a payload is no Authorization (401). A body over the
+# limit is refused (413) before it is read.
 set -euo pipefail
 # shellcheck source=../lib/cluster_test.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
@@ -27,6 +28,15 @@ for path in /api/v1/status /api/v1/jobs /api/v1/jobs/1; do
 done
 assert_eq 401 "$(code -X POST "$SAFE_CONTROLLER_URL/api/v1/nodes/n1/release")" "release without credentials"
 assert_eq 401 "$(code -H 'Authorization: Munge not-a-credential' "$SAFE_CONTROLLER_URL/api/v1/jobs")" "a forged credential"
+# Root's credential that carries a payload, as a node's GPU grid comes (taken on its way): it opens
+# no route as an Authorization header, on safed or on the bridge.
+assert_eq 401 "$(code -H "Authorization: Munge $(munge -s '{"node":"n1"}')" "$SAFE_CONTROLLER_URL/api/v1/jobs")" \
+    "root's credential carrying a payload, on safed"
+assert_contains "$(cat "$work/body")" "it carries a payload"
+if [[ -n ${SAFE_BRIDGE_URL:-} ]]; then
+    assert_eq 401 "$(code -H "Authorization: Munge $(munge -s '{"node":"n1"}')" "$SAFE_BRIDGE_URL/api/v1/workloads")" \
+        "root's credential carrying a payload, on the bridge"
+fi
 
 # One job of each user, tracked by safed.
 theirs=$(sbatch --parsable --job-name=safe-apiauth -o /dev/null --wrap 'sleep 300')

@@ -28,6 +28,7 @@ class FakeMunge : public MungeDecoder {
     if (c == "MUNGE:alice") return {1001, ""};
     if (c == "MUNGE:root") return {0, ""};
     if (c == "MUNGE:ghost") return {4242, ""};
+    if (c == "MUNGE:root+grid") return {0, "", R"({"node":"n1"})"};  // a health checker's GPU grid
     return {std::nullopt, "Invalid credential format"};
   }
 };
@@ -92,6 +93,9 @@ TEST(Authenticator, RefusesWithAMessageThatSaysWhatToDo) {
       {"Munge garbage", "munge credential rejected: Invalid credential format; make a fresh one with munge -n"},
       {"Munge MUNGE:ghost", "uid 4242, who is unknown"},
       {"Munge ", "empty or oversized"},
+      // Root's credential that carries a node's grid, taken on its way: it delivers the grid, it
+      // does not make its taker root.
+      {"Munge MUNGE:root+grid", "it carries a payload"},
       {"Bearer " + make_token(kKey, R"({"exp":1800000600,"sun":"mallory"})"), "'mallory', who is unknown"},
       {"Bearer x.y.z", "base64url"},
   };
@@ -100,6 +104,12 @@ TEST(Authenticator, RefusesWithAMessageThatSaysWhatToDo) {
     EXPECT_FALSE(r.principal) << header;
     EXPECT_NE(r.error.find(expected), std::string::npos) << header << " -> " << r.error;
   }
+  auto grid = auth.open_munge_payload("MUNGE:root+grid\n");
+  ASSERT_TRUE(grid.who.principal) << grid.who.error;
+  EXPECT_TRUE(grid.who.principal->admin);
+  EXPECT_EQ(grid.payload, R"({"node":"n1"})");
+  EXPECT_FALSE(auth.open_munge_payload("").who.principal);
+  EXPECT_FALSE(auth.open_munge_payload("garbage").who.principal);
   Authenticator no_jwt({"", true, {}}, &munge, &users);
   EXPECT_NE(no_jwt.authenticate("Bearer a.b.c").error.find("JWT authentication is not enabled"), std::string::npos);
   Authenticator no_munge({kKey, false, {}}, &munge, &users);

@@ -66,10 +66,10 @@ class ControllerApiTest : public ::testing::Test {
       return std::string("{\"items\":[]}");
     };
     d.node_gpus = [] { return std::string("{\"items\":[]}"); };
-    d.put_node_gpus = [this](const NodeGpuReport& r) -> Status {
+    d.put_node_gpus = [this](const NodeGpuReport& r) -> Result<bool> {
       if (r.node != "n1") return Error{"safed: Slurm has no node '" + r.node + "'"};
       kept_grid = r.node;
-      return ok_status();
+      return true;
     };
     d.release_node = [this](const std::string& node) {
       released = node;

@@ -73,11 +73,17 @@ TEST(NodeGpuReports, KeepsTheNewestOfEachNodeSlurmHas) {
   NodeGpuReport r = sample();
   EXPECT_FALSE(reports.put(r, 100).ok()) << "before safed has read Slurm's nodes";
   reports.set_nodes({"n1", "n2"});
-  ASSERT_TRUE(reports.put(r, 100).ok());
+  // Whether put kept it; false too for a refusal (a separate check).
+  auto kept = [&](long long now) {
+    Result<bool> k = reports.put(r, now);
+    EXPECT_TRUE(k.ok()) << k.error();
+    return k.ok() && *k;
+  };
+  EXPECT_TRUE(kept(100));
   r.time = 1800000060;
-  ASSERT_TRUE(reports.put(r, 160).ok());
+  EXPECT_TRUE(kept(160));
   r.time = 1800000030;  // an older run's, delivered late
-  ASSERT_TRUE(reports.put(r, 170).ok());
+  EXPECT_FALSE(kept(170));
   r.node = "n9";
   EXPECT_FALSE(reports.put(r, 170).ok()) << "Slurm has no n9";
   std::string doc = reports.render_json();
@@ -86,6 +92,8 @@ TEST(NodeGpuReports, KeepsTheNewestOfEachNodeSlurmHas) {
   EXPECT_EQ(doc.find("1800000000"), std::string::npos) << "only the newest: " << doc;
   EXPECT_EQ(doc.find("1800000030"), std::string::npos) << "not the late older one: " << doc;
   EXPECT_EQ(doc.find("n9"), std::string::npos) << doc;
+  r.node = "n1";  // still the older run's time: the node's clock went back
+  EXPECT_TRUE(kept(160 + 300)) << "after 5 minutes it is taken";
   reports.set_nodes({"n2"});
   EXPECT_EQ(reports.render_json().find("n1"), std::string::npos) << "n1 left Slurm: its grid goes";
 }
