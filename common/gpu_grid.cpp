@@ -2,6 +2,7 @@
 
 #include <regex>
 #include <set>
+#include <utility>
 
 #include "common/json_value.hpp"
 

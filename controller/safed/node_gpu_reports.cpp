@@ -1,5 +1,8 @@
 #include "controller/safed/node_gpu_reports.hpp"
 
+#include <iterator>
+#include <utility>
+
 #include "common/json_value.hpp"
 
 namespace safe {

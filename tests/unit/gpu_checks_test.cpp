@@ -2,6 +2,7 @@
 // field changed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "healthcheck/gpu_checks.hpp"
