@@ -43,6 +43,18 @@ export function cell(row, text, className) {
   return td;
 }
 
+// A header row of column headings, as text.
+export function headerRow(titles) {
+  const row = document.createElement("tr");
+  for (const title of titles) {
+    const th = document.createElement("th");
+    th.scope = "col";
+    th.textContent = title;
+    row.appendChild(th);
+  }
+  return row;
+}
+
 export function link(href, text) {
   const a = document.createElement("a");
   a.href = href;

@@ -1,7 +1,7 @@
 // The cluster page (#/cluster): every node, Slurm's and Kubernetes', with what SaFE or an admin
 // did to it, in words; each node's GPU grid (which GPU failed which check in its health
 // checker's last run); and a Slurm node's fault history as safed recorded it.
-import { $, api, cell, errorText, setStatus, show, timeText } from "./api.js";
+import { $, api, cell, errorText, headerRow, setStatus, show, timeText } from "./api.js";
 
 // What a node's state means for the people who run jobs on it.
 export function nodeStatus(n) {
@@ -66,14 +66,7 @@ async function showGpuGrid() {
   }
   const nodes = r.data.items;
   const width = Math.max(0, ...nodes.map((n) => Math.max(-1, ...n.gpus.map((g) => g.index)) + 1));
-  const head = document.createElement("tr");
-  for (const title of ["Node", "Checked", ...Array.from({ length: width }, (_, i) => "GPU " + i), "Node-wide"]) {
-    const th = document.createElement("th");
-    th.scope = "col";
-    th.textContent = title;
-    head.appendChild(th);
-  }
-  $("gpu-grid-head").replaceChildren(head);
+  $("gpu-grid-head").replaceChildren(headerRow(["Node", "Checked", ...Array.from({ length: width }, (_, i) => "GPU " + i), "Node-wide"]));
   const rows = document.createDocumentFragment();
   let failing = 0;
   for (const n of nodes) {

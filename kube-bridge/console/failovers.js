@@ -1,7 +1,7 @@
 // The failovers page (#/failovers): safed's failovers of the user's jobs (an admin: all), with the
 // distribution of MTTR (the fault to the job running again), the failovers of each day by class,
 // and the ETTR of each workspace the user belongs to, each day (of the jobs that ended that day).
-import { $, api, cell, errorText, link, setStatus, timeText } from "./api.js";
+import { $, api, cell, errorText, headerRow, link, setStatus, timeText } from "./api.js";
 
 // The buckets of safed's MTTR histogram (safe_mttr_seconds), in seconds.
 const buckets = [1, 2, 3, 5, 7.5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600, Infinity];
@@ -47,14 +47,7 @@ async function showEttr() {
     if (!days.has(d)) days.set(d, new Map());
     days.get(d).set(name(p), p);
   }
-  const head = document.createElement("tr");
-  for (const title of ["Day (UTC)", ...workspaces]) {
-    const th = document.createElement("th");
-    th.scope = "col";
-    th.textContent = title;
-    head.appendChild(th);
-  }
-  $("ettr-head").replaceChildren(head);
+  $("ettr-head").replaceChildren(headerRow(["Day (UTC)", ...workspaces]));
   const rows = document.createDocumentFragment();
   for (const [d, byWorkspace] of [...days].sort()) {
     const row = document.createElement("tr");
@@ -116,14 +109,7 @@ function renderByDay(items) {
     if (!days.has(day)) days.set(day, new Map());
     days.get(day).set(f.class, (days.get(day).get(f.class) || 0) + 1);
   }
-  const head = document.createElement("tr");
-  for (const name of ["Day (UTC)", ...classes, "All"]) {
-    const th = document.createElement("th");
-    th.scope = "col";
-    th.textContent = name;
-    head.appendChild(th);
-  }
-  $("by-day-head").replaceChildren(head);
+  $("by-day-head").replaceChildren(headerRow(["Day (UTC)", ...classes, "All"]));
   const rows = document.createDocumentFragment();
   for (const [day, byClass] of [...days].sort()) {
     const row = document.createElement("tr");
