@@ -89,6 +89,16 @@ struct HealthConfig {
   HealthThresholds thresholds;
 };
 
+// Hot spares of one partition (failover.spares): safed keeps `count` healthy idle nodes of it in
+// the Slurm reservation safe_spares_PARTITION, out of normal scheduling, and starts a failing-over
+// SaFE job on them when the rest of the cluster cannot hold it now (docs/controller.md).
+struct SparePoolConfig {
+  std::string partition;
+  int count = 0;                       // 0 with `nodes`: as many as `nodes` names
+  std::string nodes;                   // host list the spares are taken from; "": any node of the partition
+  std::vector<std::string> workspaces; // whose jobs may use them; empty: every SaFE job
+};
+
 struct FailoverConfig {
   std::vector<int> infra_exit_codes = {75};
   std::vector<std::string> retry_classes = {"node_fault", "infra_transient"};
@@ -97,6 +107,7 @@ struct FailoverConfig {
   int rate_limit_per_minute = 20;  // cluster-wide failovers
   int lemon_faults = 3;
   int lemon_window_s = 86400;
+  std::vector<SparePoolConfig> spares;
 };
 
 struct CheckpointConfig {

@@ -11,6 +11,7 @@
 #include "common/config.hpp"
 #include "common/config_schema.hpp"
 #include "common/health_check.hpp"
+#include "common/hostlist.hpp"
 #include "common/signal_name.hpp"
 #include "common/yaml_document.hpp"
 
@@ -316,6 +317,12 @@ const Validator kWorkspaceName =
 const Validator kPrincipalName = regex_rule("[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\\$?", "expects a user or group name");
 const Validator kSlurmName =
     regex_rule("([A-Za-z0-9_.-]{1,64})?", "expects a Slurm name (letters, digits, '_', '.', '-') or nothing");
+const Validator kHostList = [](const std::string& v) -> std::optional<std::string> {
+  static const std::regex re("[A-Za-z0-9_.,\\[\\]-]{0,4096}");  // first use only
+  if (!std::regex_match(v, re)) return std::string("expects a Slurm host list such as n[1-4],gpu07");
+  if (expand_hostlist(v).size() > 100000) return std::string("expects at most 100000 nodes");
+  return std::nullopt;
+};
 const Validator kListenAddress = [](const std::string& v) -> std::optional<std::string> {
   static const std::regex re("(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9_.-]+):([0-9]{1,5})");  // first use only
   std::smatch m;
@@ -429,6 +436,22 @@ void read_health(MapScope& s, HealthConfig& h) {
                           " s: keep it at most 55 (Slurm kills HealthCheckProgram after 60 s)");
 }
 
+void read_spare_pool(MapScope& s, SparePoolConfig& p) {
+  s.string("partition", p.partition, kSlurmName);
+  if (!s.has("partition") && s.context().key_paths == nullptr)
+    s.context().error(s.mark_of("partition"), s.name("partition") + ": is required");
+  s.integer("count", p.count, 0, 100000);
+  s.string("nodes", p.nodes, kHostList);
+  s.string_list("workspaces", p.workspaces, kWorkspaceName);
+  if (s.context().key_paths) return;
+  std::size_t named = expand_hostlist(p.nodes).size();
+  if (p.count == 0 && named == 0)
+    s.context().error(s.mark_of("count"), s.name("count") + ": set count, nodes, or both (count 0 and no nodes keeps no spare)");
+  if (named > 0 && static_cast<std::size_t>(p.count) > named)
+    s.context().error(s.mark_of("count"), s.name("count") + ": " + std::to_string(p.count) + " exceeds the " +
+                                              std::to_string(named) + " nodes named in nodes");
+}
+
 void read_failover(MapScope& s, FailoverConfig& f) {
   s.int_list("infra_exit_codes", f.infra_exit_codes, 1, 255);
   s.string_list("retry_classes", f.retry_classes, kFailureClass);
@@ -437,6 +460,13 @@ void read_failover(MapScope& s, FailoverConfig& f) {
   s.integer("rate_limit_per_minute", f.rate_limit_per_minute, 1, 100000);
   s.integer("lemon_faults", f.lemon_faults, 1, 1000);
   s.integer("lemon_window_s", f.lemon_window_s, 60, 90 * 86400);
+  s.list_of("spares", f.spares, read_spare_pool);
+  for (std::size_t i = 0; i < f.spares.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (f.spares[i].partition == f.spares[j].partition)
+        s.context().error(s.mark_of("spares"), s.name("spares") + "[" + std::to_string(i) + "].partition: " +
+                                                   f.spares[i].partition + " has a pool already (spares[" +
+                                                   std::to_string(j) + "]); one pool per partition");
   if (f.backoff_initial_s > f.backoff_max_s)
     s.context().error(s.mark_of("backoff_initial_s"), s.name("backoff_initial_s") + ": " +
                                                           std::to_string(f.backoff_initial_s) +

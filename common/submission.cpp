@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "common/job_metadata.hpp"
+#include "common/spare_reservation.hpp"
 
 namespace safe {
 
@@ -59,9 +60,21 @@ NodeCapacity capacity_of(const ClusterShape* shape, const std::string& partition
 
 }  // namespace
 
+static std::string spare_reservation_refusal(const std::string& reservation) {
+  return "safe: reservation " + reservation +
+         " holds SaFE's hot spare nodes, which safed alone gives to failing-over SaFE jobs (they get one "
+         "automatically); submit or update the job without it";
+}
+
 SubmissionReview review_submission(const SafeConfig& config, const Submission& sub, const JobUser& user,
                                    const ClusterShape* shape) {
   SubmissionReview review;
+  // No job is submitted into the spares, not even an administrator's: safed moves failing-over
+  // jobs there (an update), and a spare taken by a new job is one the next failover lacks.
+  if (std::string spares = named_spare_reservation(sub.reservation); !spares.empty()) {
+    review.message = spare_reservation_refusal(spares);
+    return review;
+  }
   std::vector<std::string_view> env(sub.spank_env.begin(), sub.spank_env.end());
   SpankEnvOptions parsed = parse_spank_job_env(env);
   if (!parsed.errors.empty()) {
@@ -171,6 +184,9 @@ SubmissionReview review_submission(const SafeConfig& config, const Submission& s
 Status review_update(const SafeConfig& config, const JobUpdate& update, const JobUser& user, bool is_admin) {
   if (is_admin) return ok_status();
   auto refuse = [](std::string message) { return Status(Error{std::move(message), true}); };
+  if (update.reservation)
+    if (std::string spares = named_spare_reservation(*update.reservation); !spares.empty())
+      return refuse(spare_reservation_refusal(spares));
   bool quotas = false;
   for (const auto& w : config.workspaces) quotas = quotas || w.gpu_quota > 0;
   if (quotas && update.licenses)

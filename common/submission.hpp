@@ -18,6 +18,7 @@ struct Submission {
   long long now = 0;                   // unix seconds when job_submit saw it (the record's sub=)
   std::vector<std::string> spank_env;  // job_desc->spank_job_env
   std::string partition, account, qos, licenses, admin_comment;
+  std::string reservation;  // --reservation, a comma-separated list
   GpuRequest gpus;
   bool expedited_requeue = false;  // --requeue=expedite (Slurm 25.11 and later)
   // A component of a heterogeneous job: its offset, and the quota workspaces the components
@@ -60,14 +61,14 @@ SubmissionReview review_submission(const SafeConfig& config, const Submission& s
 // plugin cannot read the job being updated (its record is private to slurmctld), so the rules
 // are the ones that hold whatever the job's workspace is.
 struct JobUpdate {
-  std::optional<std::string> licenses, partition;
+  std::optional<std::string> licenses, partition, reservation;
   // tres_per_*, the node/task counts they multiply with, or what makes a job whole-node
   // (OverSubscribe, core specialization)
   bool changes_gpu_request = false;
 };
 
 // Allowed, or refused with the message for the user. Administrators (root, SlurmUser) may change
-// anything.
+// anything: safed moves failing-over jobs into the spare reservations that way.
 Status review_update(const SafeConfig& config, const JobUpdate& update, const JobUser& user, bool is_admin);
 
 // The SPANK environment entries that carry `settings` (one per --safe-* option).

@@ -75,6 +75,7 @@ safe::Submission read_submission(const job_desc_msg_t* job) {
   s.qos = text(job->qos);
   s.licenses = text(job->licenses);
   s.admin_comment = text(job->admin_comment);
+  s.reservation = text(job->reservation);
   s.gpus.tres_per_job = text(job->tres_per_job);
   s.gpus.tres_per_node = text(job->tres_per_node);
   s.gpus.tres_per_task = text(job->tres_per_task);
@@ -198,6 +199,7 @@ int review_update_request(job_desc_msg_t* job, uint32_t submit_uid, char** err_m
   safe::JobUpdate update;
   if (is_set(job->licenses)) update.licenses = job->licenses;
   if (is_set(job->partition)) update.partition = job->partition;
+  if (is_set(job->reservation)) update.reservation = job->reservation;
   update.changes_gpu_request = is_set(job->tres_per_job) || is_set(job->tres_per_node) ||
                                is_set(job->tres_per_task) || is_set(job->tres_per_socket) ||
                                job->min_nodes != NO_VAL || job->max_nodes != NO_VAL || job->num_tasks != NO_VAL ||

@@ -29,6 +29,17 @@ struct JobChange {
   std::optional<std::time_t> start_time;  // BeginTime; now = start at once
   std::optional<std::string> admin_comment;
   std::optional<bool> hold;                // true: priority 0 (held); false: release
+  std::optional<std::string> reservation;  // "" takes the job out of its reservation
+};
+
+// A reservation safed keeps (the hot spares'): created when it does not exist, else its nodes and
+// users replaced. Starts now, never ends; IGNORE_JOBS (a node may join while a job winds down on
+// it) and NO_HOLD_JOBS_AFTER_END (an administrator who deletes it holds no job).
+struct ReservationChange {
+  std::string name;
+  std::string nodes;  // host list, not empty
+  std::string users;  // comma-separated user names
+  bool create = false;
 };
 
 // A batch job as the bridge submits it (sbatch's job description).
@@ -59,8 +70,7 @@ class SlurmReader {
   virtual Result<std::vector<SlurmNode>> load_nodes() = 0;
   virtual Result<std::vector<SlurmLicense>> load_licenses() = 0;
   virtual Result<std::vector<SlurmPartition>> load_partitions() = 0;
-  // The controller's job credential lifetime in seconds (its AuthInfo, credential_lifetime_s).
-  virtual Result<long long> load_credential_lifetime() = 0;
+  virtual Result<std::vector<SlurmReservation>> load_reservations() = 0;
   // How this Slurm's slurmstepd names output files (its release decides).
   virtual OutputPatternDialect output_pattern_dialect() const = 0;
 };
@@ -79,6 +89,7 @@ class SlurmActions {
   // stays out of service when its slurmd registers again (even with ReturnToService=2) until it
   // is resumed.
   virtual Status down_node(const std::string& node, const std::string& reason) = 0;
+  virtual Status put_reservation(const ReservationChange& change) = 0;
 };
 
 // Submitting and cancelling jobs (the REST bridge).

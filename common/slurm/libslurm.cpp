@@ -64,15 +64,6 @@ void set_job_id(job_desc_msg_t& d, std::uint32_t job_id) { d.job_id = job_id; }
 std::uint32_t submitted_job_id(const submit_response_msg_t& r) { return r.job_id; }
 #endif
 
-// Frees what slurm_load_ctl_conf returned: renamed slurm_free_conf in 26.05.
-void free_controller_conf(slurm_conf_t* conf) {
-#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
-  slurm_free_conf(conf);
-#else
-  slurm_free_ctl_conf(conf);
-#endif
-}
-
 SlurmJobState job_state(uint32_t state) {
   switch (state & JOB_STATE_BASE) {
     case JOB_PENDING: return SlurmJobState::pending;
@@ -147,6 +138,7 @@ SlurmJob convert(const slurm_job_info_t& j) {
   o.array_job_id = j.array_job_id;
   o.array_task_id = j.array_task_id;
   o.partition = text(j.partition);
+  o.reservation = text(j.resv_name);
   o.num_nodes = j.num_nodes;
   o.user_id = j.user_id;
   o.submit_time = j.submit_time;
@@ -232,16 +224,6 @@ class LibslurmClient final : public SlurmClient {
     return out;
   }
 
-  Result<long long> load_credential_lifetime() override {
-    slurm_conf_t* conf = nullptr;
-    if (Call c = called(slurm_load_ctl_conf(0, &conf)); !c.ok()) {
-      return Error{"cannot load the configuration from slurmctld: " + c.text()};
-    }
-    long long lifetime = credential_lifetime_s(text(conf->authinfo));
-    free_controller_conf(conf);
-    return lifetime;
-  }
-
   Result<std::vector<SlurmPartition>> load_partitions() override {
     partition_info_msg_t* msg = nullptr;
     if (Call c = called(slurm_load_partitions(0, &msg, SHOW_ALL)); !c.ok()) {
@@ -258,6 +240,38 @@ class LibslurmClient final : public SlurmClient {
     return out;
   }
 
+  Result<std::vector<SlurmReservation>> load_reservations() override {
+    reserve_info_msg_t* msg = nullptr;
+    if (Call c = called(slurm_load_reservations(0, &msg)); !c.ok()) {
+      return Error{"cannot load reservations from slurmctld: " + c.text()};
+    }
+    std::vector<SlurmReservation> out;
+    time_t now = time(nullptr);
+    for (uint32_t i = 0; i < msg->record_count; ++i) {
+      const reserve_info_t& r = msg->reservation_array[i];
+      if (r.name) out.push_back({text(r.name), text(r.node_list), text(r.users), r.start_time <= now && now < r.end_time});
+    }
+    slurm_free_reservation_info_msg(msg);
+    return out;
+  }
+
+  Status put_reservation(const ReservationChange& change) override {
+    resv_desc_msg_t d;
+    slurm_init_resv_desc_msg(&d);
+    std::string name = change.name, nodes = change.nodes, users = change.users;
+    d.name = name.data();
+    d.node_list = nodes.data();
+    d.users = users.data();
+    if (!change.create) return status_of(called(slurm_update_reservation(&d)));
+    d.start_time = time(nullptr);
+    d.duration = INFINITE;
+    d.flags = RESERVE_FLAG_IGN_JOBS | RESERVE_FLAG_NO_HOLD_JOBS;
+    char* created = slurm_create_reservation(&d);
+    if (!created) return status_of(called(SLURM_ERROR));
+    free(created);
+    return ok_status();
+  }
+
   Status requeue(std::uint32_t job_id) override {
     return status_of(called(slurm_requeue(whole_job(job_id), 0)));
   }
@@ -267,10 +281,12 @@ class LibslurmClient final : public SlurmClient {
     slurm_init_job_desc_msg(&d);
     set_job_id(d, c.id);
     std::string exc = c.exc_nodes.value_or(""), req = c.req_nodes.value_or(""), comment = c.admin_comment.value_or("");
+    std::string reservation = c.reservation.value_or("");
     if (c.exc_nodes) d.exc_nodes = exc.data();
     if (c.req_nodes) d.req_nodes = req.data();
     if (c.start_time) d.begin_time = *c.start_time;
     if (c.admin_comment) d.admin_comment = comment.data();
+    if (c.reservation) d.reservation = reservation.data();
     if (c.hold) d.priority = *c.hold ? 0 : INFINITE;
     return status_of(called(slurm_update_job(&d)));
   }

@@ -60,6 +60,7 @@ struct SlurmJob {
   std::uint32_t array_job_id = 0;           // 0: not part of an array
   std::uint32_t array_task_id = 0xfffffffe; // NO_VAL: not part of an array
   std::string partition;
+  std::string reservation;  // the reservation(s) it asked for or was put in, "" for none
   std::uint32_t num_nodes = 0;
   std::uint32_t user_id = 0;
   std::time_t submit_time = 0, start_time = 0, end_time = 0;
@@ -75,6 +76,7 @@ struct SlurmNode {
   bool not_responding = false;
   bool drain = false;        // DRAIN flag
   bool busy = false;         // ALLOCATED or MIXED, or completing a job: another job holds it
+  bool reserved = false;     // in an active reservation (set by safed's planner from the reservations)
   // Only on a node that is DRAIN, DOWN or FAIL (reason_counts); empty on any other.
   std::string reason;
   std::time_t reason_time = 0;
@@ -93,27 +95,18 @@ struct SlurmNode {
 // and scontrol's NodeStatus) drop a reason that does not count.
 constexpr bool reason_counts(bool drain, bool down, bool fail) { return drain || down || fail; }
 
-// How long a job credential lives (AuthInfo=cred_expire, Slurm's default 120 s; Slurm takes a
-// value under 5 as invalid and keeps 120). slurmd refuses to start a requeued job again on a node
-// it just left until the old run's credential has expired.
-inline constexpr long long kSlurmDefaultCredentialLifetime_s = 120;
-inline long long credential_lifetime_s(std::string_view auth_info) {
-  constexpr std::string_view key = "cred_expire=";
-  std::size_t at = auth_info.find(key);
-  if (at == std::string_view::npos) return kSlurmDefaultCredentialLifetime_s;
-  long long value = 0;  // as atoi: the leading digits
-  for (std::size_t i = at + key.size(); i < auth_info.size() && auth_info[i] >= '0' && auth_info[i] <= '9'; ++i) {
-    value = value * 10 + (auth_info[i] - '0');
-    if (value > 1'000'000'000) return kSlurmDefaultCredentialLifetime_s;  // atoi would overflow
-  }
-  return value < 5 ? kSlurmDefaultCredentialLifetime_s : value;
-}
-
 struct SlurmPartition {
   std::string name;
   std::string nodes;        // host list
   bool is_default = false;
   bool whole_node = false;  // OverSubscribe=EXCLUSIVE
+};
+
+struct SlurmReservation {
+  std::string name;
+  std::string nodes;  // host list
+  std::string users;  // comma-separated, as Slurm shows them
+  bool active = true; // it has started and not ended: jobs outside it cannot run on its nodes
 };
 
 struct SlurmLicense {

@@ -230,6 +230,23 @@ int status(const std::vector<std::string>& args) {
                   ettr_text, json_real_value(json_object_get(n, "time_lost_s")));
     }
   }
+  json_t* spares = json_object_get(root.get(), "spares");
+  if (json_array_size(spares)) {
+    auto names = [](json_t* list) {
+      std::string out;
+      std::size_t k;
+      json_t* v;
+      json_array_foreach(list, k, v) out += (out.empty() ? "" : ",") + std::string(json_string_value(v) ? json_string_value(v) : "");
+      return out.empty() ? std::string("-") : out;
+    };
+    std::printf("\n%-12s %-22s %-7s %-16s %-16s %-16s %s\n", "PARTITION", "SPARE RESERVATION", "WANTED", "FREE",
+                "REPAIRING", "CLAIMED", "USED");
+    json_array_foreach(spares, i, n)
+        std::printf("%-12s %-22s %-7lld %-16s %-16s %-16s %lld\n", str(n, "partition"), str(n, "reservation"),
+                    num(n, "wanted"), names(json_object_get(n, "free")).c_str(),
+                    names(json_object_get(n, "repairing")).c_str(), names(json_object_get(n, "claimed")).c_str(),
+                    num(n, "placements"));
+  }
   json_t* q = json_object_get(root.get(), "quarantined");
   if (json_array_size(q)) {
     std::printf("\nquarantined (release with: safectl node release NAME):\n");

@@ -31,7 +31,7 @@ std::vector<ProbeTarget> DeadNodeDetector::targets(const FailoverPlanner& planne
   return probe_targets(planner.nodes(), busy_, planner.nodes_awaiting_probe());
 }
 
-void DeadNodeDetector::apply(const std::vector<ProbeResult>& results, const FailoverPlanner& planner,
+void DeadNodeDetector::apply(const std::vector<ProbeResult>& results, FailoverPlanner& planner,
                              const LivenessPolicy& policy, long long steady_ms, long long now_s) {
   std::unordered_map<std::string, SlurmdLiveness> next;
   for (const ProbeResult& r : results) {
@@ -55,6 +55,7 @@ void DeadNodeDetector::apply(const std::vector<ProbeResult>& results, const Fail
                             " s (controller.slurmd_probe.restart_grace_s)"});
         break;
       case LivenessAction::set_down: {
+        planner.hold_before_node_loss(name, now_s);
         std::string err = slurm_.down_node(name, reason).error();
         store_.log_action({now_s, {}, name, "node down", err.empty() ? reason : reason + ": " + err, err.empty()});
         log_.push_back({err.empty() ? LogPriority::notice : LogPriority::warning,

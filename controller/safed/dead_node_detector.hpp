@@ -30,7 +30,9 @@ class DeadNodeDetector {
   // acts on the planner's latest node view.
   // `steady_ms` times the probes (a run of failures lasts as long as it lasted, whatever the
   // system clock did); `now_s`, the wall clock, dates the actions.
-  void apply(const std::vector<ProbeResult>& results, const FailoverPlanner& planner, const LivenessPolicy& policy,
+  // Before it sets a node DOWN, the planner holds the other nodes of the jobs there
+  // (FailoverPlanner::hold_before_node_loss).
+  void apply(const std::vector<ProbeResult>& results, FailoverPlanner& planner, const LivenessPolicy& policy,
              long long steady_ms, long long now_s);
 
   const std::unordered_map<std::string, SlurmdLiveness>& liveness() const { return liveness_; }

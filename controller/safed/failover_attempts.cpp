@@ -313,9 +313,10 @@ void FailoverPlanner::start_failover(TrackedJob& t, const SlurmJob& job, const J
   f.gpus = t.record.gpus;
   f.uses_retry = !refused;
   // Slurm revoked the job's credential on all the nodes of the refused run; safed knows only the
-  // refusing one unless it saw the run, so a multi-node job waits that out as Slurm would.
+  // refusing one unless it saw the run, so a multi-node job may start again only after the
+  // revocation's second (kRevokeMargin_s).
   if (refused && t.running_attempt != attempt && job.num_nodes > 1)
-    f.not_before = std::max(f.not_before, now + credential_wait_s());
+    f.not_before = std::max(f.not_before, now + kRevokeMargin_s);
   store_.put_failover(f);
   t.record.state = SafeJobState::failing_over;
   auto& open = open_[{key, attempt}] = f;

@@ -95,7 +95,7 @@ RestartPlacement place_restart(const RestartInputs& in, const std::vector<SlurmN
   std::set<std::string> user_excluded(exclude.begin(), exclude.end());
   long long usable_without_bad = 0;
   for (const SlurmNode& n : nodes)
-    if (!n.down && !n.drain && !user_excluded.count(n.name) && (!in.bad.count(n.name) || keep.count(n.name)))
+    if (!n.down && !n.drain && !n.reserved && !user_excluded.count(n.name) && (!in.bad.count(n.name) || keep.count(n.name)))
       ++usable_without_bad;
   if (usable_without_bad >= std::max<long long>(1, in.num_nodes)) {
     for (const auto& n : in.bad) exclude.push_back(n);
@@ -103,24 +103,25 @@ RestartPlacement place_restart(const RestartInputs& in, const std::vector<SlurmN
     for (const auto& n : in.bad) p.bad_not_excluded.push_back(n);
   }
   std::set<std::string> excluded(exclude.begin(), exclude.end());
-  // The nodes the job just left are healthy but refuse it until its old credential expires: keep
-  // it off them too when free nodes elsewhere can hold it now, else start it once that expires.
-  // Nodes busy with other jobs do not count: on a full cluster the job would wait hours for them
-  // instead of a credential's lifetime for its own (the goodput simulation found it). A node in
-  // no state yet (UNKNOWN, just after slurmctld restarted) is not busy.
+  // The nodes the job just left are healthy but refuse it until the second of the old run's
+  // revocation has passed: keep it off them too when free nodes elsewhere can hold it now, else
+  // let it back on them after kRevokeMargin_s. Nodes busy with other jobs do not count: on a full
+  // cluster the job would wait hours for them instead of seconds for its own. A node in no state
+  // yet (UNKNOWN, just after slurmctld restarted) is not busy.
   std::vector<std::string> recent;
   for (auto& n : expand_hostlist(in.left))
     if (!excluded.count(n)) recent.push_back(n);
   std::set<std::string> recent_set(recent.begin(), recent.end());
   long long usable_elsewhere = 0;
   for (const SlurmNode& n : nodes)
-    if (!n.down && !n.drain && !n.busy && !excluded.count(n.name) && !recent_set.count(n.name)) ++usable_elsewhere;
+    if (!n.down && !n.drain && !n.busy && !n.reserved && !excluded.count(n.name) && !recent_set.count(n.name))
+      ++usable_elsewhere;
   bool needs_recent = false;
   for (const auto& n : recent) needs_recent = needs_recent || keep.count(n) > 0;
   if (!needs_recent && usable_elsewhere >= std::max<long long>(1, in.num_nodes)) {
     for (auto& n : recent) exclude.push_back(n);
   } else if (!recent.empty()) {
-    p.wait_credential = true;
+    p.reuses_left = true;
   }
   std::vector<std::string> final_exclude;
   for (auto& n : exclude)
@@ -214,7 +215,7 @@ std::string lost_requeue_text(const SlurmJob& job) {
 }
 
 FailoverStep decide_requeued(const FailoverRecord& f, const SlurmJob& job, const RestartPlacement& placement,
-                             long long credential_wait_s, long long now) {
+                             long long now) {
   FailoverStep s;
   if (job.restart_count <= f.attempt) {
     // A requeue shows at once: the job PENDING (and completing), its restart counted. The run
@@ -236,14 +237,17 @@ FailoverStep decide_requeued(const FailoverRecord& f, const SlurmJob& job, const
     s.kind = FailoverStep::Kind::ended;
     return s;
   }
-  s.kind = FailoverStep::Kind::restart;
   if (job.state == SlurmJobState::running) {
+    s.kind = FailoverStep::Kind::restart;
     s.running_again = true;
     return s;
   }
+  // The margin is waited out here, not handed to Slurm as a later StartTime: Slurm starts a job
+  // whose begin time has passed only at its next scheduling cycle, safed's update at once.
+  if (placement.reuses_left && now < f.requeue_time + kRevokeMargin_s) return s;
+  s.kind = FailoverStep::Kind::restart;
   s.placement = placement;
   s.start = std::max(now, f.not_before);
-  if (placement.wait_credential) s.start = std::max(s.start, (f.requeue_time ? f.requeue_time : now) + credential_wait_s);
   return s;
 }
 

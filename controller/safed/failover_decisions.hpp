@@ -33,9 +33,12 @@ struct RestartPlacement {
   std::string exclude;                      // ExcNodeList
   std::optional<std::string> required;      // ReqNodeList, when a required node must be dropped
   std::vector<std::string> dropped_required;
-  bool wait_credential = false;             // start only once the old credential expired
+  bool reuses_left = false;                 // the job may run on nodes it just left (kRevokeMargin_s)
   // The job's bad nodes left out of `exclude`: the rest of the cluster cannot hold the job.
   std::vector<std::string> bad_not_excluded;
+  // Set: the job's reservation after the restart ("": out of a spare reservation it was in; a
+  // spare reservation's name: onto the spares safed claimed for it).
+  std::optional<std::string> reservation;
   bool operator==(const RestartPlacement&) const = default;
 };
 
@@ -47,10 +50,20 @@ struct RestartInputs {
   std::uint32_t num_nodes = 1;
 };
 
+// A requeued job may start again on a node it just left once the second in which slurmctld
+// revoked the old run's credential there has passed: slurmd refuses a credential stamped no later
+// than the revocation (src/slurmd/slurmd/cred_context.c), and slurmctld's own rule for a requeued
+// job is "begin = old run wound down + requeue_delay + 1 s" (job_mgr.c, batch_requeue_fini).
+// requeue_delay defaults to the credential's lifetime (120 s) out of caution; safed, which also
+// waits for the old run to wind down, needs only the second. slurmctld stamps the revocation while
+// it takes the requeue, within the pass that sent it: two seconds from that pass's time cover it.
+inline constexpr long long kRevokeMargin_s = 2;
+
 // Keeps the job off its bad nodes when the rest of `nodes` can hold it (else Slurm's drains keep
 // it off those still out of service) and off those it excluded itself; drops a failed node it
 // requires (-w) from its required list; keeps it off the nodes it just left when free nodes
-// elsewhere (not busy with other jobs) can hold it, else waits out their credential.
+// elsewhere (not busy with other jobs) can hold it now, else lets it back on them after
+// kRevokeMargin_s.
 RestartPlacement place_restart(const RestartInputs& in, const std::vector<SlurmNode>& nodes);
 
 struct FailoverStep {
@@ -97,10 +110,9 @@ struct RunNode {
 // requeueing: requeue, once the job holds none of `run_nodes` that do not answer.
 FailoverStep decide_requeueing(const FailoverRecord& f, const SlurmJob& job, const std::vector<RunNode>& run_nodes);
 // requeued: once Slurm shows the requeue and the old run is gone, restart it at `placement`. A
-// placement on nodes the job just left waits `credential_wait_s` from the requeue: slurmd refuses
-// the job there until the old run's credential has expired.
+// placement on nodes the job just left waits until kRevokeMargin_s after the requeue.
 FailoverStep decide_requeued(const FailoverRecord& f, const SlurmJob& job, const RestartPlacement& placement,
-                             long long credential_wait_s, long long now);
+                             long long now);
 
 // Adds `node` to the failover's bad nodes as a node fault (false when it was there already).
 bool blame_node(FailoverRecord& f, const std::string& node, const std::string& reason);

@@ -7,6 +7,7 @@
 
 #include "common/hostlist.hpp"
 #include "common/signal_name.hpp"
+#include "common/spare_reservation.hpp"
 #include "controller/safed/failover_planner.hpp"
 #include "controller/safed/lost_work.hpp"
 
@@ -118,6 +119,9 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
       case FailoverPhase::requeueing: {
         FailoverStep s = decide_requeueing(f, job, run_nodes(t, job));
         if (s.kind == FailoverStep::Kind::ended) return end_failover(f, t, job, meta, now);
+        // Before Slurm frees them, the job's healthy nodes go into its partition's spare
+        // reservation: no queued job takes them while the job waits for its restart.
+        hold_survivors(f, t, job, now);
         if (s.kind == FailoverStep::Kind::requeued_by_slurm) {
           settle_running_attempt(f, t, meta, now);
           if (!f.requeue_time) f.requeue_time = now;
@@ -159,8 +163,7 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
       }
       case FailoverPhase::requeued: {
         bool visible = job.restart_count > f.attempt && !job.completing;
-        FailoverStep s = decide_requeued(f, job, visible ? placement_for(f, t, job) : RestartPlacement{},
-                                         credential_wait_s(), now);
+        FailoverStep s = decide_requeued(f, job, visible ? placement_for(f, t, job) : RestartPlacement{}, now);
         if (s.kind == FailoverStep::Kind::wait) return;
         if (s.kind == FailoverStep::Kind::requeue_lost) {
           log("safed: job " + id + ": " + lost_requeue_text(job), LogPriority::warning);
@@ -172,6 +175,7 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         // Slurm may have requeued the job itself (a node it set DOWN): then this is the first
         // point where safed holds the next run back (its start time), and the fence goes here.
         if (!s.running_again && !fence_superseded_run(f, t, job, meta, now)) return;
+        if (wait_for_spares(f, t, job, s, now)) return;  // restarted at the end of the pass
         restart(f, t, job, meta, s, now);
         return;
       }
@@ -229,6 +233,9 @@ void FailoverPlanner::restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
     change.exc_nodes = place.exclude;
     change.req_nodes = place.required;
     change.start_time = s.start;
+    change.reservation = place.reservation;
+    // Started on spares before and requeued since: back in the queue as any job.
+    if (!change.reservation && !named_spare_reservation(job.reservation).empty()) change.reservation = "";
   }
   change.admin_comment = merge_admin_comment(job.admin_comment, format_job_metadata(m));
   checkpoint_store();
@@ -241,7 +248,8 @@ void FailoverPlanner::restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
                                (place.bad_not_excluded.empty()
                                     ? ""
                                     : " (" + join_hostlist(place.bad_not_excluded) +
-                                          " not excluded: the rest of the cluster cannot hold the job)");
+                                          " not excluded: the rest of the cluster cannot hold the job)") +
+                               (change.reservation ? " Reservation=" + *change.reservation : "");
   log_action(now, t.record.key(), "", "restart",
              what + " retries=" + std::to_string(m.retries_used) + "/" + std::to_string(meta.settings.retries) +
                  (updated ? "" : ": " + updated.error()),

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iterator>
 
+#include "common/hostlist.hpp"
 #include "common/lemon_detection.hpp"
 #include "controller/safed/failover_planner.hpp"
 
@@ -15,6 +16,13 @@ void FailoverPlanner::observe_nodes(const std::vector<SlurmNode>& nodes, long lo
                     std::equal(nodes.begin(), nodes.end(), nodes_.begin(),
                                [](const SlurmNode& a, const SlurmNode& b) { return a.name == b.name; });
   nodes_ = nodes;
+  if (spare_inputs_ok_) {
+    std::unordered_set<std::string> reserved;
+    for (const SlurmReservation& r : reservations_)
+      if (r.active)
+        for (std::string& name : expand_hostlist(r.nodes)) reserved.insert(std::move(name));
+    for (SlurmNode& n : nodes_) n.reserved = reserved.count(n.name) > 0;
+  }
   if (!same_names) {
     node_index_.clear();
     node_index_.reserve(nodes_.size());

@@ -117,6 +117,8 @@ void FailoverPlanner::reconcile(const std::vector<SlurmJob>& jobs, const std::ve
       it->second.seen_pass = pass_;
       observe_job(job, it->second.meta, now);
     }
+    serve_spare_requests(jobs, now);
+    maintain_spare_pools(jobs, now);
     // Failovers of jobs Slurm no longer knows (purged after MinJobAge) cannot go on.
     for (auto it = open_.begin(); it != open_.end();) {
       auto tracked = jobs_.find(it->first.first.id);
@@ -190,6 +192,7 @@ void FailoverPlanner::finish_gone(TrackedJob& t, long long now) {
 void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, long long now) {
   TrackedJob& t = jobs_[job.id];
   if (!t.seen) adopt(t, job, meta);
+  if (t.partition != job.partition) t.partition = job.partition;
   const JobRecord before = t.record;
   t.record.max_retries = meta.settings.retries;
   t.record.retries_used = std::max(t.record.retries_used, meta.retries_used);

@@ -30,6 +30,7 @@
 #include "controller/safed/failover_decisions.hpp"
 #include "controller/safed/job_files.hpp"
 #include "controller/safed/slurmd_liveness.hpp"
+#include "controller/safed/spare_pool.hpp"
 #include "common/slurm/client.hpp"
 #include "controller/safed/state_store.hpp"
 
@@ -46,11 +47,11 @@ struct TrackedJob {
   // wall time runs from here, so waiting in the queue before the job ever ran is not lost time.
   long long first_start = 0;
   int classified_attempt = -1;  // restart count of the last attempt classified
-  SlurmJobState last_state = SlurmJobState::pending;
   bool seen = false;
   long long seen_pass = 0;
   std::string admin_comment;  // as last parsed into `meta`
   JobMetadata meta;
+  std::string partition;      // as Slurm last showed it (the hot spares serve jobs by partition)
   std::string nodes_text;     // as last expanded into `node_names`
   std::vector<std::string> node_names;
   long long expected_start = 0;  // StartTime safed set after a requeue, until the job runs
@@ -80,6 +81,18 @@ struct PlannerCounters {
   std::map<std::string, double> time_lost_by_workspace; // same, summed per workspace
   long long deferred_rate_limit = 0, deferred_backoff = 0, refused_exhausted = 0;
   long long quarantines = 0;
+  std::map<std::string, long long> spare_placements;     // by partition: failing-over jobs started on spares
+  std::map<std::string, double> spare_idle_gpu_seconds;  // by partition: GPU time free spares sat idle
+};
+
+// A failing-over job safed started on spares: the nodes held for it in the pool's reservation
+// until it runs (then they leave the reservation and the job is taken out of it).
+struct SpareClaim {
+  std::string partition;
+  std::vector<std::string> nodes;
+  std::string user;
+  long long since = 0;
+  int run = 0;  // Slurm's restart count of the failed run: the claim ends once a later run runs
 };
 
 class FailoverPlanner {
@@ -94,9 +107,6 @@ class FailoverPlanner {
   void set_wall_clock_ns(std::function<long long()> clock) { wall_ns_ = std::move(clock); }
 
   void set_config(SafeConfig config);
-  // Slurm's job credential lifetime (SlurmReader::load_credential_lifetime; 120 s until set): a
-  // restart on a node the job just left waits it out.
-  void set_credential_lifetime(long long seconds) { credential_lifetime_s_ = seconds; }
   const SafeConfig& config() const { return config_; }
 
   // One pass over a consistent view of the cluster. Never acts on partial data: the caller
@@ -106,6 +116,19 @@ class FailoverPlanner {
   // The nodes whose slurmd did not answer safed's latest probe (DeadNodeDetector): a failover
   // treats them like nodes Slurm flags as not responding.
   void set_unanswered_nodes(std::unordered_set<std::string> nodes) { unanswered_ = std::move(nodes); }
+
+  // Slurm's partitions and reservations, for the hot spares (failover.spares): read by the caller
+  // before each pass that has spares configured; a pass whose reads failed keeps the pools as
+  // they are and gives no spare.
+  void set_spare_inputs(std::vector<SlurmPartition> partitions, std::vector<SlurmReservation> reservations) {
+    partitions_ = std::move(partitions);
+    reservations_ = std::move(reservations);
+    spare_inputs_ok_ = true;
+  }
+  void spare_inputs_failed() { spare_inputs_ok_ = false; }
+  // Each pool's plan after the last pass, by partition (status, metrics).
+  const std::map<std::string, SparePoolPlan>& spare_pools() const { return spare_plans_; }
+  const std::map<std::uint32_t, SpareClaim>& spare_claims() const { return spare_claims_; }
 
   // Nodes Slurm set DOWN as not responding, whose fault's count toward a quarantine waits for
   // safed's own probe: a slurmd that answers safed while slurmctld cannot talk to it is no machine
@@ -121,6 +144,12 @@ class FailoverPlanner {
   // running timers with it (an open failover's times, a job's hang clock, the rate limit's
   // window), so that each lasts as long as it would have. What is over keeps its times.
   void shift_clock(long long delta);
+
+  // safed is about to set `node` DOWN (its slurmd is dead), which makes Slurm requeue the jobs on
+  // it at once: the other nodes of the SaFE jobs running there that a spare pool serves are held
+  // in its reservation first (as a failover does before its requeue), so that no queued job
+  // takes them meanwhile. Between passes (the probe thread): one transaction of its own.
+  void hold_before_node_loss(const std::string& node, long long now);
 
   // Ends a quarantine (safectl node release): resumes the node and records it.
   Status release_node(const std::string& node, long long now);
@@ -184,6 +213,25 @@ class FailoverPlanner {
   void advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
   void restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, const FailoverStep& s,
                long long now);
+  // Hot spares (failover_spares.cpp). A restart that the cluster outside the reservations cannot
+  // hold now, of a job a pool serves, waits for the end of the pass (true): then the pools' free
+  // spares go to the waiting jobs by grant_spares' rule, and the rest restart as before.
+  bool wait_for_spares(const FailoverRecord& f, const TrackedJob& t, const SlurmJob& job, const FailoverStep& s,
+                       long long now);
+  // Claims the healthy nodes of a failing-over job a pool serves, in the pool's reservation,
+  // before the requeue frees them (once per failover).
+  void hold_survivors(const FailoverRecord& f, const TrackedJob& t, const SlurmJob& job, long long now);
+  // The claim itself: `run` is the failed run's restart count, `off` the nodes not to hold;
+  // `running`: the job still runs there (its nodes are busy with it).
+  void hold_nodes(const TrackedJob& t, int run, const std::string& nodes, const std::set<std::string>& off,
+                  bool running, long long now);
+  void serve_spare_requests(const std::vector<SlurmJob>& jobs, long long now);
+  // Moves the pools toward their plans: claims of jobs that started (or gave up) end, the
+  // reservations get their nodes and users.
+  void maintain_spare_pools(const std::vector<SlurmJob>& jobs, long long now);
+  const SparePoolConfig* spare_pool_of(const SlurmJob& job, const TrackedJob& t) const;
+  SparePoolView spare_pool_view(const SparePoolConfig& pool) const;
+  Status put_spare_reservation(const SparePoolConfig& pool, const SparePoolPlan& plan, long long now);
   // The job was cancelled, or ended after the requeue: the failover stops there.
   void end_failover(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
   std::vector<RunNode> run_nodes(const TrackedJob& t, const SlurmJob& job) const;
@@ -212,12 +260,8 @@ class FailoverPlanner {
   void checkpoint_store();  // commits what is decided so far, before an action with side effects
   // Notice: what safed did or found; warning: what it could not do, or a record it lost.
   void log(std::string line, LogPriority priority = LogPriority::notice);
-  // From a requeue until slurmd takes the job again on a node it left (a second past Slurm's
-  // credential lifetime).
-  long long credential_wait_s() const { return credential_lifetime_s_ + 1; }
 
   SafeConfig config_;
-  long long credential_lifetime_s_ = kSlurmDefaultCredentialLifetime_s;
   SlurmActions& slurm_;
   OutputPatternDialect dialect_;
   StateStore& store_;
@@ -237,6 +281,20 @@ class FailoverPlanner {
   PlannerCounters counters_;
   std::vector<LogEntry> log_;
   std::map<std::uint32_t, Deferral> last_deferral_;  // job -> last deferral logged
+  // Hot spares.
+  std::vector<SlurmPartition> partitions_;
+  std::vector<SlurmReservation> reservations_;
+  bool spare_inputs_ok_ = false;
+  struct WaitingForSpares {
+    std::string partition;
+    SpareRequest request;
+    FailoverStep step;
+  };
+  std::vector<WaitingForSpares> spare_requests_;  // this pass's
+  std::map<std::uint32_t, SpareClaim> spare_claims_;
+  std::map<std::string, SparePoolPlan> spare_plans_;
+  std::map<std::string, std::string> spare_errors_;  // by partition: the last error logged
+  long long spare_pass_time_ = 0;
   std::function<std::string(std::uint32_t)> user_names_ = [](std::uint32_t uid) { return std::to_string(uid); };
   std::function<long long()> wall_ns_ = [] {
     return static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(

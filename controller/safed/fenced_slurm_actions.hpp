@@ -36,6 +36,9 @@ class FencedSlurmActions : public SlurmActions {
   Status down_node(const std::string& node, const std::string& reason) override {
     return fenced([&] { return slurm_.down_node(node, reason); });
   }
+  Status put_reservation(const ReservationChange& change) override {
+    return fenced([&] { return slurm_.put_reservation(change); });
+  }
 
  private:
   template <class Call>

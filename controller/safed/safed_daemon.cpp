@@ -123,10 +123,10 @@ class Safed {
   void snapshot_if_due();
   void reload_config();
   void reconcile_pass();
+  void read_spare_inputs();
   void watch_clock();
   void publish_shape(long long now, const std::vector<SlurmNode>& nodes);
   void read_licenses();
-  void read_credential_lifetime();
   void prune(long long now);
   // Waits for the next pass: at once when a pass waits for reads that just came in.
   void wait_for_next_pass();
@@ -152,7 +152,6 @@ class Safed {
   AsyncJobFiles files_;
   JobUserCache user_cache_;
   // As last read from Slurm; declared before planner_, which make_planner gives it to.
-  long long credential_lifetime_s_ = kSlurmDefaultCredentialLifetime_s;
   std::unique_ptr<FailoverPlanner> planner_;
   DeadNodeDetector detector_;
   ControllerHealth health_;
@@ -164,11 +163,11 @@ class Safed {
   std::mutex read_mutex_;  // read_store_'s one connection, shared by the API's workers
   SlurmOutage outage_;     // Slurm reads failed in a row, and what of them was logged
   // When each chore last ran, in steady_s() seconds; nullopt: not yet.
-  std::optional<long long> licenses_at_, pruned_at_, shape_at_, credential_at_;
+  std::optional<long long> licenses_at_, pruned_at_, shape_at_;
   ClockStepWatch clock_watch_;
   std::string pass_error_;  // the last failed pass's error, logged once while it repeats
   long long failed_passes_ = 0;  // in a row
-  std::string shape_error_, licenses_error_, credential_error_;  // the last ones logged: each is logged once
+  std::string shape_error_, licenses_error_, spares_error_;  // the last ones logged: each is logged once
   std::chrono::steady_clock::time_point next_pass_ = std::chrono::steady_clock::now();
   // controller.ha (all null without): the election on its thread's client, the journal on the
   // main loop's.
@@ -201,7 +200,6 @@ class Safed {
 
 std::unique_ptr<FailoverPlanner> Safed::make_planner(const SafeConfig& c) {
   auto p = std::make_unique<FailoverPlanner>(c, actions_, store_, files_, slurm_->output_pattern_dialect());
-  p->set_credential_lifetime(credential_lifetime_s_);
   p->set_user_names([this](std::uint32_t uid) {
     auto user = user_cache_.get(uid, std::time(nullptr));
     return user ? user->name : std::to_string(uid);
@@ -549,6 +547,22 @@ void Safed::reload_config() {
   }
 }
 
+// The hot spares' view for this pass: partitions and reservations, each pass (a pool acts on the
+// reservation as it is now); without both, the pass gives no spare and leaves the pools alone.
+void Safed::read_spare_inputs() {
+  auto partitions = slurm_->load_partitions();
+  auto reservations = partitions ? slurm_->load_reservations() : Result<std::vector<SlurmReservation>>(Error{partitions.error()});
+  if (!partitions || !reservations) {
+    if (reservations.error() != spares_error_)
+      log_line(LogPriority::warning, "safed: " + reservations.error() + " (no hot spare is given or kept up meanwhile)");
+    spares_error_ = reservations.error();
+    planner_->spare_inputs_failed();
+    return;
+  }
+  spares_error_.clear();
+  planner_->set_spare_inputs(std::move(*partitions), std::move(*reservations));
+}
+
 // One pass: both lists from Slurm, or nothing (never act on partial data); then the planner, and
 // the periodic chores.
 void Safed::reconcile_pass() {
@@ -577,8 +591,7 @@ void Safed::reconcile_pass() {
     last = tick;
     return true;
   };
-  // Read again now and then: `scontrol reconfigure` may change it.
-  if (due(credential_at_, 60)) read_credential_lifetime();
+  if (!planner_->config().failover.spares.empty()) read_spare_inputs();
   try {
     planner_->reconcile(*jobs, *nodes, now);
     ++health_.passes;  // a pass rolled back is none: tests count passes in which safed could act
@@ -635,23 +648,6 @@ void Safed::read_licenses() {
   else if (licenses.error() != licenses_error_)
     log_line(LogPriority::warning, "safed: " + licenses.error() + " (the status shows the last licenses read)");
   licenses_error_ = licenses.error();
-}
-
-void Safed::read_credential_lifetime() {
-  auto lifetime = slurm_->load_credential_lifetime();
-  if (!lifetime) {
-    if (lifetime.error() != credential_error_)
-      log_line(LogPriority::warning, "safed: " + lifetime.error() + " (restarts on a node a job just left wait " +
-               std::to_string(credential_lifetime_s_) + " s, Slurm's job credential lifetime as last known)");
-    credential_error_ = lifetime.error();
-    return;
-  }
-  credential_error_.clear();
-  if (*lifetime != credential_lifetime_s_ || credential_at_ == 0)
-    log_line(LogPriority::info, "safed: Slurm's job credentials live " + std::to_string(*lifetime) +
-             " s (AuthInfo cred_expire): a restart on a node the job just left waits that long");
-  credential_lifetime_s_ = *lifetime;
-  planner_->set_credential_lifetime(*lifetime);
 }
 
 // Hourly: the store keeps finished jobs for controller.keep_history_days; the evidence of jobs

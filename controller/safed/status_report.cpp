@@ -11,6 +11,7 @@
 #include "common/json_utf8.hpp"
 #include "common/json_value.hpp"
 #include "common/prometheus_text.hpp"
+#include "common/spare_reservation.hpp"
 #include "controller/safed/history_report.hpp"
 
 namespace safe {
@@ -145,6 +146,30 @@ std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& hea
   for (const auto& [node, q] : planner.quarantined()) m << "safe_node_quarantined{node=\"" << prometheus_label_value(node) << "\"} 1\n";
   m << "# HELP safe_quarantined_nodes Nodes in quarantine.\n# TYPE safe_quarantined_nodes gauge\n"
     << "safe_quarantined_nodes " << planner.quarantined().size() << "\n";
+  const PlannerCounters& counters = planner.counters();
+  m << "# HELP safe_spare_nodes Hot spare nodes by partition: free (healthy, idle, in the spare reservation), "
+       "repairing (out of service, kept to come back as spares), wanted (failover.spares count).\n"
+       "# TYPE safe_spare_nodes gauge\n";
+  for (const auto& [partition, plan] : planner.spare_pools()) {
+    std::string p = prometheus_label_value(partition);
+    m << "safe_spare_nodes{partition=\"" << p << "\",state=\"free\"} " << plan.free.size() << "\n"
+      << "safe_spare_nodes{partition=\"" << p << "\",state=\"repairing\"} " << plan.repairing.size() << "\n"
+      << "safe_spare_nodes{partition=\"" << p << "\",state=\"wanted\"} " << plan.wanted << "\n";
+  }
+  m << "# HELP safe_spare_placements_total Failing-over jobs started on hot spares, by partition.\n"
+       "# TYPE safe_spare_placements_total counter\n";
+  for (const auto& [partition, plan] : planner.spare_pools()) {
+    auto used = counters.spare_placements.find(partition);
+    m << "safe_spare_placements_total{partition=\"" << prometheus_label_value(partition) << "\"} "
+      << (used == counters.spare_placements.end() ? 0 : used->second) << "\n";
+  }
+  m << "# HELP safe_spare_idle_gpu_seconds_total GPU time free hot spares sat idle (the pool's cost), by partition.\n"
+       "# TYPE safe_spare_idle_gpu_seconds_total counter\n";
+  for (const auto& [partition, plan] : planner.spare_pools()) {
+    auto idle = counters.spare_idle_gpu_seconds.find(partition);
+    m << "safe_spare_idle_gpu_seconds_total{partition=\"" << prometheus_label_value(partition) << "\"} "
+      << (idle == counters.spare_idle_gpu_seconds.end() ? 0.0 : idle->second) << "\n";
+  }
   m << "# HELP safe_workspace_gpus GPUs of a workspace in use and its quota (Slurm licenses).\n"
        "# TYPE safe_workspace_gpus gauge\n";
   for (const auto& l : health.licenses) {
@@ -219,6 +244,29 @@ std::string render_status_json(FailoverPlanner& planner, const ControllerHealth&
     json_array_append_new(quarantine, o);
   }
   json_object_set_new(root, "quarantined", quarantine);
+
+  json_t* spares = json_array();
+  for (const auto& [partition, plan] : planner.spare_pools()) {
+    json_t* o = json_object();
+    json_object_set_new(o, "partition", json_utf8(partition));
+    json_object_set_new(o, "reservation", json_utf8(spare_reservation_name(partition)));
+    json_object_set_new(o, "wanted", json_integer(plan.wanted));
+    auto names = [](const std::vector<std::string>& list) {
+      json_t* a = json_array();
+      for (const auto& n : list) json_array_append_new(a, json_utf8(n));
+      return a;
+    };
+    json_object_set_new(o, "free", names(plan.free));
+    json_object_set_new(o, "repairing", names(plan.repairing));
+    std::vector<std::string> claimed;
+    for (const auto& [id, claim] : planner.spare_claims())
+      if (claim.partition == partition) claimed.insert(claimed.end(), claim.nodes.begin(), claim.nodes.end());
+    json_object_set_new(o, "claimed", names(claimed));
+    auto used = planner.counters().spare_placements.find(partition);
+    json_object_set_new(o, "placements", json_integer(used == planner.counters().spare_placements.end() ? 0 : used->second));
+    json_array_append_new(spares, o);
+  }
+  json_object_set_new(root, "spares", spares);
 
   json_object_set_new(root, "workspaces", workspaces_json(planner, health, now));
 

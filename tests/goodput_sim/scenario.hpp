@@ -51,7 +51,6 @@ struct Costs {
   // Slurm (../shared/slurm-notes.md)
   double slurmd_timeout_s = 300;  // SlurmdTimeout's default
   double requeue_hold_s = 120;    // BeginTime Slurm gives a job it requeued itself
-  long long credential_s = 120;   // AuthInfo=cred_expire's default
   double wind_down_s = 5;         // a requeued run's processes ending (KillWait is the limit)
   int max_batch_requeue = 5;      // Slurm holds a job it requeued this often (22.05; MaxBatchRequeue)
   // SaFE (docs/controller.md, docs/health.md)

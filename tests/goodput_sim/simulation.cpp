@@ -845,7 +845,7 @@ class Simulation {
         in.left = hostlist_of(j.last_nodes);
         in.num_nodes = static_cast<std::uint32_t>(j.spec.nodes);
         RestartPlacement p = place_restart(in, slurm_nodes_);
-        FailoverStep s = decide_requeued(f, j.slurm, p, c_.credential_s + 1, now);
+        FailoverStep s = decide_requeued(f, j.slurm, p, now);
         if (s.kind != FailoverStep::Kind::restart) return false;
         j.exclude.clear();
         for (auto& name : expand_hostlist(s.placement.exclude)) j.exclude.insert(std::stoi(name.substr(1)) - 1);

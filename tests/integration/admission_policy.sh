@@ -73,8 +73,8 @@ jobid=$(sbatch --parsable --job-name=safe-pol-test --safe-retries=2 -o "$work/at
 wait_for "grep -q 'attempt 1' '$work/attempts.out'" 60
 first_node=$(squeue -h -j "$jobid" -o %N)
 scontrol requeue "$jobid"
-# Slurm holds a requeued job back for its credential's lifetime, and the node it left refuses it
-# until that credential expires; SaFE's controller restarts it at once elsewhere the same way.
+# Slurm holds a requeued job back (for its credential's lifetime, by default); SaFE's controller
+# restarts it at once elsewhere the same way.
 wait_for "squeue -h -j $jobid -o %T | grep -qx PENDING" 30
 scontrol update jobid="$jobid" ExcNodeList="$first_node" StartTime=now
 wait_for "[[ \$(scontrol show job $jobid | grep -o 'JobState=[A-Z]*') == JobState=COMPLETED ]]" 90

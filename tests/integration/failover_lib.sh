@@ -26,8 +26,8 @@ end_trainer_test() {
 }
 
 # all_nodes_in_service TIMEOUT_S: waits until every node of the cluster is in service (idle, mixed
-# or allocated). A failover test moves its job to spare nodes, and the nodes a job just left are
-# used only when no others can hold it (after the job's old credential expired): a node an
+# or allocated). A failover test moves its job to free nodes, and the nodes a job just left are
+# used only when no others can hold it (after the second of its old run's revocation): a node an
 # earlier test left drained (the health checker resumes its own drains only after
 # health.pass_runs_before_resume clean runs) would turn the move into that wait.
 all_nodes_in_service() {

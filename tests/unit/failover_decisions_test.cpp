@@ -252,35 +252,40 @@ TEST(FailoverDecisions, ARequeueSlurmAlreadyMadeIsTakenAsDone) {
 
 // ---- requeued: the restart
 
-TEST(FailoverDecisions, TheRestartWaitsForSlurmThenStartsAtOnceOrAfterTheCredential) {
+TEST(FailoverDecisions, TheRestartWaitsForSlurmThenStartsAtOnceOrAfterTheRevocationsSecond) {
   FailoverRecord f;
   f.attempt = 0;
   f.not_before = 0;
   f.requeue_time = 200;
-  RestartPlacement elsewhere{"n1", std::nullopt, {}, false, {}};
-  EXPECT_EQ(Kind::wait, decide_requeued(f, job_in(SlurmJobState::pending, 0, true), elsewhere, 121, 210).kind)
+  RestartPlacement elsewhere{"n1", std::nullopt, {}, false, {}, std::nullopt};
+  EXPECT_EQ(Kind::wait, decide_requeued(f, job_in(SlurmJobState::pending, 0, true), elsewhere, 210).kind)
       << "requeue not yet counted";
-  EXPECT_EQ(Kind::requeue_lost, decide_requeued(f, job_in(SlurmJobState::running, 0), elsewhere, 121, 210).kind)
+  EXPECT_EQ(Kind::requeue_lost, decide_requeued(f, job_in(SlurmJobState::running, 0), elsewhere, 210).kind)
       << "the run goes on uncounted: slurmctld lost the requeue";
-  EXPECT_EQ(Kind::requeue_lost, decide_requeued(f, job_in(SlurmJobState::failed, 0), elsewhere, 121, 210).kind)
+  EXPECT_EQ(Kind::requeue_lost, decide_requeued(f, job_in(SlurmJobState::failed, 0), elsewhere, 210).kind)
       << "the run ended as before, uncounted";
-  EXPECT_EQ(Kind::ended, decide_requeued(f, job_in(SlurmJobState::cancelled, 0), elsewhere, 121, 210).kind)
+  EXPECT_EQ(Kind::ended, decide_requeued(f, job_in(SlurmJobState::cancelled, 0), elsewhere, 210).kind)
       << "cancelled meanwhile";
-  EXPECT_EQ(Kind::wait, decide_requeued(f, job_in(SlurmJobState::pending, 1, true), elsewhere, 121, 210).kind)
+  EXPECT_EQ(Kind::wait, decide_requeued(f, job_in(SlurmJobState::pending, 1, true), elsewhere, 210).kind)
       << "old run winding down";
-  EXPECT_EQ(Kind::ended, decide_requeued(f, job_in(SlurmJobState::cancelled, 1), elsewhere, 121, 210).kind);
-  FailoverStep already = decide_requeued(f, job_in(SlurmJobState::running, 1), elsewhere, 121, 210);
+  EXPECT_EQ(Kind::ended, decide_requeued(f, job_in(SlurmJobState::cancelled, 1), elsewhere, 210).kind);
+  FailoverStep already = decide_requeued(f, job_in(SlurmJobState::running, 1), elsewhere, 210);
   EXPECT_EQ(Kind::restart, already.kind) << "Slurm started it again itself (requeue_delay)";
   EXPECT_TRUE(already.running_again);
-  FailoverStep s = decide_requeued(f, job_in(SlurmJobState::pending, 1), elsewhere, 121, 210);
+  FailoverStep s = decide_requeued(f, job_in(SlurmJobState::pending, 1), elsewhere, 210);
   EXPECT_EQ(Kind::restart, s.kind);
   EXPECT_EQ(210, s.start);
   EXPECT_EQ(elsewhere, s.placement);
-  RestartPlacement same_nodes{"", std::nullopt, {}, true, {}};
-  EXPECT_EQ(200 + 21, decide_requeued(f, job_in(SlurmJobState::pending, 1), same_nodes, 21, 210).start)
-      << "from the requeue, the credential's lifetime";
+  RestartPlacement same_nodes{"", std::nullopt, {}, true, {}, std::nullopt};
+  f.requeue_time = 209;
+  EXPECT_EQ(Kind::wait, decide_requeued(f, job_in(SlurmJobState::pending, 1), same_nodes, 210).kind)
+      << "on the nodes it just left: not in the second after the requeue's";
+  FailoverStep back = decide_requeued(f, job_in(SlurmJobState::pending, 1), same_nodes, 211);
+  EXPECT_EQ(Kind::restart, back.kind) << "kRevokeMargin_s after the requeue";
+  EXPECT_EQ(211, back.start) << "at once: not a later StartTime, which Slurm acts on only at its next cycle";
+  f.requeue_time = 200;
   f.not_before = 400;
-  EXPECT_EQ(400, decide_requeued(f, job_in(SlurmJobState::pending, 1), elsewhere, 121, 210).start) << "backoff";
+  EXPECT_EQ(400, decide_requeued(f, job_in(SlurmJobState::pending, 1), elsewhere, 210).start) << "backoff";
 }
 
 // ---- where the restart may run
@@ -303,29 +308,29 @@ TEST(RestartPlacement, KeepsTheJobOffBadNodesItsOwnExclusionsAndTheNodesItJustLe
   in.num_nodes = 2;
   RestartPlacement p = place_restart(in, cluster(6));
   EXPECT_EQ("n6,n2,n1", p.exclude);
-  EXPECT_FALSE(p.wait_credential);
+  EXPECT_FALSE(p.reuses_left);
   EXPECT_FALSE(p.required);
 }
 
-TEST(RestartPlacement, WaitsOutTheCredentialWhenTheRestOfTheClusterCannotHoldIt) {
+TEST(RestartPlacement, ReusesTheNodesItLeftWhenTheRestOfTheClusterCannotHoldIt) {
   RestartInputs in;
   in.bad = {"n2"};
   in.left = "n1,n2";
   in.num_nodes = 2;
   std::vector<SlurmNode> nodes = cluster(3);
   RestartPlacement p = place_restart(in, nodes);
-  EXPECT_EQ("n2", p.exclude) << "only n3 is free elsewhere: n1 is reused once its credential expires";
-  EXPECT_TRUE(p.wait_credential);
+  EXPECT_EQ("n2", p.exclude) << "only n3 is free elsewhere: n1 is reused after the revocation's second";
+  EXPECT_TRUE(p.reuses_left);
   nodes.push_back(nodes[0]);
   nodes.back().name = "n4";
   nodes.back().drain = true;
-  EXPECT_TRUE(place_restart(in, nodes).wait_credential) << "a drained node holds nothing";
+  EXPECT_TRUE(place_restart(in, nodes).reuses_left) << "a drained node holds nothing";
   nodes.back().drain = false;
   nodes.back().busy = true;
-  EXPECT_TRUE(place_restart(in, nodes).wait_credential)
-      << "a node busy with another job holds nothing now: the credential's lifetime is the shorter wait";
+  EXPECT_TRUE(place_restart(in, nodes).reuses_left)
+      << "a node busy with another job holds nothing now: the revocation's second is the shorter wait";
   nodes.back().busy = false;
-  EXPECT_FALSE(place_restart(in, nodes).wait_credential);
+  EXPECT_FALSE(place_restart(in, nodes).reuses_left);
 }
 
 TEST(RestartPlacement, BadNodesTheJobNeedsAreLeftToSlurmsDrainsNotExcludedForGood) {
@@ -339,7 +344,7 @@ TEST(RestartPlacement, BadNodesTheJobNeedsAreLeftToSlurmsDrainsNotExcludedForGoo
   RestartPlacement p = place_restart(in, nodes);
   EXPECT_EQ("", p.exclude) << "excluding n2 would keep the job pending for good; Slurm keeps it off the drained n5";
   EXPECT_EQ((std::vector<std::string>{"n2", "n5"}), p.bad_not_excluded);
-  EXPECT_TRUE(p.wait_credential) << "it needs the nodes it just left";
+  EXPECT_TRUE(p.reuses_left) << "it needs the nodes it just left";
   // With a spare node the bad nodes are excluded as ever.
   nodes = cluster(7);
   nodes[4].drain = true;
@@ -359,7 +364,7 @@ TEST(RestartPlacement, AFailedRequiredNodeIsDroppedAndARecentOneWaitedFor) {
   EXPECT_EQ("n1", *p.required);
   EXPECT_EQ(std::vector<std::string>{"n2"}, p.dropped_required);
   EXPECT_EQ("n2", p.exclude) << "the required n1 is never excluded";
-  EXPECT_TRUE(p.wait_credential) << "the job needs n1 back, once its credential expired";
+  EXPECT_TRUE(p.reuses_left) << "the job needs n1 back, after the revocation's second";
 }
 
 TEST(FailoverDecisions, ANodeIsBlamedOnceAsANodeFault) {

@@ -56,7 +56,30 @@ class PlannerTest : public ::testing::Test {
 
   void pass() {
     slurm.now = now;
+    if (!config.failover.spares.empty()) planner->set_spare_inputs(slurm.partitions, slurm.reservations);
     planner->reconcile(slurm.jobs, slurm.nodes, now);
+  }
+  // Hot spares: nodes n1..n4 in partition gpu, a pool of one spare; job 7 on n[1-2], another
+  // (not SaFE's) on n3: the cluster is full but for the spare, n4.
+  void full_cluster_with_one_spare(const std::string& workspaces = "") {
+    slurm.nodes.resize(4);
+    slurm.partitions = {{"gpu", "n[1-4]", true, false}};
+    SparePoolConfig pool;
+    pool.partition = "gpu";
+    pool.count = 1;
+    if (!workspaces.empty()) pool.workspaces = {workspaces};
+    config.failover.spares = {pool};
+    make_planner();
+    planner->set_user_names([](std::uint32_t) { return std::string("alice"); });
+    add_job(7, "n[1-2]").partition = "gpu";
+    for (const char* n : {"n1", "n2", "n3"}) slurm.node(n)->busy = true;
+    pass();
+  }
+  // n2's GPU fails and job 7 ends: n1 and n2 are free again (n2 drained), n3 still busy.
+  void gpu_fault_ends_job_7_on_n2() {
+    drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
+    end_job(7, SlurmJobState::failed, 1);
+    slurm.node("n1")->busy = slurm.node("n2")->busy = false;
   }
   // Job 7 with --safe-hang-timeout=60, 100 bytes in its output /out/7.log.
   void add_job_with_hang_timeout_60() {
@@ -560,7 +583,8 @@ TEST_F(PlannerTest, PrologRefusalOfARunSafedNeverSawRunning) {
   slurm_requeues(8);
   files.prolog_refusals[{8, 0}] = xgmi_refusal();
   run_for(1);
-  EXPECT_NE(std::string::npos, last_update().find("update 8 exc=n1 start=+121"));
+  EXPECT_NE(std::string::npos, last_update().find("update 8 exc=n1 start=+" + std::to_string(kRevokeMargin_s)))
+      << last_update();
 }
 
 TEST_F(PlannerTest, APendingRequeuedJobHasItsPrologEvidenceReadOnce) {
@@ -753,8 +777,12 @@ TEST_F(PlannerTest, KeepsTheJobOffNodesItJustLeftOnlyWhenOthersCanHoldIt) {
   pass();
   drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
   end_job(7, SlurmJobState::failed, 1);
-  run_for(2);
-  EXPECT_NE(std::string::npos, last_update().find("exc=n2 start=+")) << last_update();
+  pass();
+  ASSERT_EQ(1, slurm.count("requeue 7"));
+  long long requeued = now;
+  while (slurm.count("update 7") == 0 && now < requeued + 10) run_for(1);
+  EXPECT_EQ(requeued + kRevokeMargin_s, now) << "n1, which it just left, is let back after the revocation's second";
+  EXPECT_NE(std::string::npos, last_update().find("exc=n2 start=now")) << last_update();
 }
 
 TEST_F(PlannerTest, LemonNodeIsQuarantinedAndReleased) {
@@ -1341,6 +1369,96 @@ TEST(StateStore, KeepsFailoversFaultsAndQuarantines) {
   EXPECT_EQ(1u, s.jobs(false).size());
   s.log_action({1, key(7), "", "requeue", "", true});
   EXPECT_EQ(1u, s.actions(key(7)).size());
+}
+
+// ---- hot spares (failover.spares)
+
+TEST_F(PlannerTest, ASpareIsReservedAndAFailingOverJobRestartsOnItAtOnce) {
+  full_cluster_with_one_spare();
+  EXPECT_EQ(1, slurm.count("reservation safe_spares_gpu create nodes=n4 users=root"));
+  // Only the spare can complete the job after this.
+  gpu_fault_ends_job_7_on_n2();
+  run_for(1);
+  ASSERT_EQ(1, slurm.count("requeue 7"));
+  long long requeued = now;
+  while (slurm.count("update 7") == 0 && now < requeued + 10) run_for(1);
+  EXPECT_EQ(1, slurm.count("reservation safe_spares_gpu nodes=n1,n2,n4 users=alice,root"))
+      << "the spare, the job's own n1 (so no queued job takes it first) and the broken n2, to come back as a spare";
+  std::string update = last_update();
+  EXPECT_NE(std::string::npos, update.find("update 7 exc=n2 start=now resv=safe_spares_gpu")) << update;
+  EXPECT_EQ(1, planner->counters().spare_placements.at("gpu"));
+  // It runs on n1 and n4: the claim ends, the job leaves the reservation, and so do its nodes.
+  start_again(7, "n[1,4]");
+  slurm.node("n1")->busy = slurm.node("n4")->busy = true;
+  run_for(1);
+  EXPECT_NE(std::string::npos, last_update().find("update 7 resv=")) << last_update();
+  EXPECT_EQ("n2", slurm.reservations.at(0).nodes) << "the pool keeps the broken node while it is short";
+  EXPECT_EQ("root", slurm.reservations.at(0).users);
+  ASSERT_EQ(1u, planner->spare_pools().count("gpu"));
+  EXPECT_TRUE(planner->spare_pools().at("gpu").free.empty());
+  // n2 passes its checks and is resumed: a free spare again, before any queued job saw it idle.
+  slurm.node("n2")->drain = false;
+  slurm.node("n2")->reason.clear();
+  run_for(1);
+  EXPECT_EQ(std::vector<std::string>{"n2"}, planner->spare_pools().at("gpu").free);
+}
+
+TEST_F(PlannerTest, AJobTheSparesDoNotServeWaitsInTheQueueAsBefore) {
+  full_cluster_with_one_spare("research");  // job 7 is workspace ml's
+  gpu_fault_ends_job_7_on_n2();
+  run_for(5);
+  ASSERT_EQ(1, slurm.count("update 7"));
+  EXPECT_EQ(std::string::npos, last_update().find("resv=")) << last_update();
+  EXPECT_EQ(0, slurm.count("reservation safe_spares_gpu nodes=")) << "the pool is untouched";
+}
+
+TEST_F(PlannerTest, WithoutSpareReadsNoSpareIsGivenAndThePoolIsLeftAlone) {
+  full_cluster_with_one_spare();
+  gpu_fault_ends_job_7_on_n2();
+  planner->spare_inputs_failed();
+  for (int i = 0; i < 5; ++i) {
+    ++now;
+    slurm.now = now;
+    planner->reconcile(slurm.jobs, slurm.nodes, now);
+  }
+  ASSERT_EQ(1, slurm.count("update 7"));
+  EXPECT_EQ(std::string::npos, last_update().find("resv=")) << last_update();
+}
+
+TEST_F(PlannerTest, AReservationSlurmRefusesLeavesTheJobToTheQueue) {
+  full_cluster_with_one_spare();
+  slurm.reservation_error = "Requested nodes are busy";
+  gpu_fault_ends_job_7_on_n2();
+  run_for(5);
+  ASSERT_EQ(1, slurm.count("update 7"));
+  EXPECT_EQ(std::string::npos, last_update().find("resv=")) << last_update();
+  EXPECT_TRUE(planner->spare_claims().empty());
+}
+
+TEST_F(PlannerTest, TheJobsHealthyNodesAreHeldBeforeTheRequeueFreesThem) {
+  full_cluster_with_one_spare();
+  // A GPU fault under the running job: checkpoint signal, then the requeue.
+  drain("n2", "SaFE: gpu0 uncorrectable ECC=2");
+  run_for(40);  // the signal's grace (USR1@30) runs out: the job wrote no checkpoint
+  ASSERT_EQ(1, slurm.count("requeue 7"));
+  auto at = [&](const std::string& prefix) {
+    return std::find_if(slurm.calls.begin(), slurm.calls.end(), [&](const std::string& c) { return c.rfind(prefix, 0) == 0; });
+  };
+  auto held = at("reservation safe_spares_gpu nodes=n1,n4 users=alice,root");
+  ASSERT_NE(slurm.calls.end(), held) << "n1 held while the job still runs there (n2, busy winding down, joins later)";
+  EXPECT_LT(held, at("requeue 7")) << "before the requeue frees n1";
+}
+
+TEST_F(PlannerTest, FreeNodesComeBeforeSpares) {
+  full_cluster_with_one_spare();
+  gpu_fault_ends_job_7_on_n2();
+  slurm.node("n3")->busy = false;  // the other job ended: n3 is free
+  run_for(5);
+  ASSERT_EQ(1, slurm.count("update 7"));
+  EXPECT_EQ(0, planner->counters().spare_placements.count("gpu")) << "no spare taken";
+  EXPECT_NE(std::string::npos, last_update().find("resv=safe_spares_gpu")) << "its held n1, with n3, in the reservation";
+  EXPECT_NE(std::string::npos, slurm.reservations.at(0).nodes.find("n3")) << slurm.reservations.at(0).nodes;
+  EXPECT_NE(std::string::npos, slurm.reservations.at(0).nodes.find("n4")) << "the spare stays free";
 }
 
 }  // namespace

@@ -25,7 +25,8 @@ class FakeSlurm : public SlurmClient, public SlurmNodeControl {
   std::vector<SlurmNode> nodes;
   std::vector<SlurmLicense> licenses;
   std::vector<SlurmPartition> partitions;
-  long long credential_lifetime = kSlurmDefaultCredentialLifetime_s;  // AuthInfo cred_expire
+  std::vector<SlurmReservation> reservations;
+  std::string reservation_error;  // non-empty: slurmctld refuses every reservation change with this
   std::vector<std::string> calls;
   bool reachable = true;             // false: every read fails, as when slurmctld does not answer
   bool crash_after_requeue = false;  // simulates safed dying right after Slurm requeued the job
@@ -85,9 +86,9 @@ class FakeSlurm : public SlurmClient, public SlurmNodeControl {
     if (!reachable) return Error{"unreachable"};
     return partitions;
   }
-  Result<long long> load_credential_lifetime() override {
+  Result<std::vector<SlurmReservation>> load_reservations() override {
     if (!reachable) return Error{"unreachable"};
-    return credential_lifetime;
+    return reservations;
   }
   OutputPatternDialect output_pattern_dialect() const override { return OutputPatternDialect::slurmd_fname; }
 
@@ -126,12 +127,28 @@ class FakeSlurm : public SlurmClient, public SlurmNodeControl {
       call += " start=" + std::string(*c.start_time <= now ? "now" : "+" + std::to_string(*c.start_time - now));
       j->start_time = *c.start_time;
     }
+    if (c.reservation) {
+      call += " resv=" + *c.reservation;
+      j->reservation = *c.reservation;
+    }
     if (c.hold) call += *c.hold ? " hold" : " release";
     if (c.admin_comment) {
       call += " comment=" + *c.admin_comment;
       j->admin_comment = *c.admin_comment;
     }
     calls.push_back(call);
+    return ok_status();
+  }
+  Status put_reservation(const ReservationChange& c) override {
+    calls.push_back("reservation " + c.name + (c.create ? " create" : "") + " nodes=" + c.nodes + " users=" + c.users);
+    if (!reservation_error.empty()) return Error{reservation_error};
+    SlurmReservation* r = nullptr;
+    for (auto& each : reservations)
+      if (each.name == c.name) r = &each;
+    if (c.create != (r == nullptr)) return Error{c.create ? "Duplicate reservation name" : "Reservation not found"};
+    if (!r) r = &reservations.emplace_back(SlurmReservation{c.name, "", ""});
+    r->nodes = c.nodes;
+    r->users = c.users;
     return ok_status();
   }
   Status signal_job(std::uint32_t id, int signo) override {

@@ -62,16 +62,16 @@ TEST(GoodputSim, AGpuFaultIsRepairedAsEachPolicyWouldRepairIt) {
   EXPECT_DOUBLE_EQ(210, primus.mttr_s[0]);
   EXPECT_EQ(3, primus.restarts);
   // SaFE: the epilog drains n1 and the failure is a node fault; safed's next pass requeues,
-  // excludes n1 and, the two idle nodes being too few for the job, waits out the credential of
-  // the nodes it left: 10,001 + 121 s.
+  // excludes n1 and, the two idle nodes being too few for the job, lets it back on the nodes it
+  // left after the revocation's second: 10,001 + 2 s.
   SimResult safe = run(Policy::safe, t);
   ASSERT_EQ(1u, safe.mttr_s.size());
-  EXPECT_DOUBLE_EQ(122, safe.mttr_s[0]);
+  EXPECT_DOUBLE_EQ(3, safe.mttr_s[0]);
   EXPECT_EQ(1, safe.classified["node_fault"]);
   EXPECT_EQ(0, safe.human_resubmits);
   // Lost to the fault: the 770 s computed after the checkpoint of 9,000 s (5 cycles in), the
   // wait, and the restart's start and checkpoint load.
-  EXPECT_DOUBLE_EQ((770 + 122 + 180 + 120) * 32, safe.time.lost_by_cause["faulty GPU"]);
+  EXPECT_DOUBLE_EQ((770 + 3 + 180 + 120) * 32, safe.time.lost_by_cause["faulty GPU"]);
   for (const SimResult* r : {&plain, &primus, &safe}) {
     const TimeAccount& a = r->time;
     EXPECT_NEAR(a.allocated, a.productive + a.checkpoint + a.startup + a.queued + a.lost(), 1e-6)
@@ -89,7 +89,7 @@ TEST(GoodputSim, AJobThatNeedsEveryNodeRunsAgainOnceItsBadNodeIsBack) {
   ASSERT_EQ(1u, safe.mttr_s.size());
   // Repaired at 13,600 s; clean runs at 13,800, 14,100 and 14,400 s: resumed, and running again.
   EXPECT_DOUBLE_EQ(4400, safe.mttr_s[0]);
-  EXPECT_DOUBLE_EQ(4400 - 122, safe.waiting_for_nodes_s) << "eligible from the credential's expiry";
+  EXPECT_DOUBLE_EQ(4400 - 3, safe.waiting_for_nodes_s) << "eligible from the revocation's second on";
 }
 
 // A bug that strikes again on every restart until its fix (2 h later) is repaired once, by the

@@ -62,18 +62,5 @@ TEST(SlurmModel, ExitStatusAsAShellReportsIt) {
   EXPECT_EQ(128 + SIGTERM, shell_exit_status(SIGTERM | 0x80));  // with a core dump
 }
 
-// As Slurm reads AuthInfo (src/interfaces/cred.c): the digits after cred_expire=, 120 when the key
-// is missing or the value is under 5.
-TEST(SlurmModel, CredentialLifetimeAsSlurmReadsAuthInfo) {
-  EXPECT_EQ(120, credential_lifetime_s(""));
-  EXPECT_EQ(120, credential_lifetime_s("socket=/run/munge/munge.socket.2"));
-  EXPECT_EQ(20, credential_lifetime_s("cred_expire=20"));
-  EXPECT_EQ(1200, credential_lifetime_s("socket=/run/munge/m.sock,cred_expire=1200"));
-  EXPECT_EQ(30, credential_lifetime_s("cred_expire=30s"));
-  EXPECT_EQ(120, credential_lifetime_s("cred_expire=4")) << "Slurm refuses under 5";
-  EXPECT_EQ(120, credential_lifetime_s("cred_expire=abc"));
-  EXPECT_EQ(120, credential_lifetime_s("cred_expire=99999999999999999999"));
-}
-
 }  // namespace
 }  // namespace safe

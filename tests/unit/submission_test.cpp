@@ -277,6 +277,22 @@ TEST(Submission, KeepsAnAdministratorsComment) {
   EXPECT_EQ(r.changes.admin_comment, "ticket 42; safe: retries=0/0 health=standard sig=USR1@120 hang=0 gpus=0");
 }
 
+// The hot spares are safed's to give: no job is submitted into their reservation, not even by
+// root (the REST bridge submits as root for its users).
+TEST(Submission, NoJobIsSubmittedIntoTheSpares) {
+  Submission s;
+  s.reservation = "maint,safe_spares_gpu";
+  for (const JobUser& user : {kAlice, JobUser{"root", {}}}) {
+    SubmissionReview r = review_submission(config(), s, user, &kShape);
+    EXPECT_FALSE(r.accepted);
+    EXPECT_EQ("safe: reservation safe_spares_gpu holds SaFE's hot spare nodes, which safed alone gives to "
+              "failing-over SaFE jobs (they get one automatically); submit or update the job without it",
+              r.message);
+  }
+  s.reservation = "maint";
+  EXPECT_TRUE(review_submission(config(), s, kAlice, &kShape).accepted);
+}
+
 struct UpdateCase {
   const char* name;
   JobUpdate update;
@@ -297,12 +313,19 @@ TEST_P(UpdateTest, Decides) {
 }
 const UpdateCase kUpdateCases[] = {
     {"time_limit_only", JobUpdate{}, kAlice, false, true},
-    {"licenses_by_user", JobUpdate{"matlab:1", std::nullopt, false}, kAlice, false, false},
-    {"licenses_by_admin", JobUpdate{"safe_ws_ml:1", std::nullopt, false}, kAlice, true, true},
-    {"gpu_request_by_user", JobUpdate{std::nullopt, std::nullopt, true}, kAlice, false, false},
-    {"partition_of_foreign_workspace", JobUpdate{std::nullopt, "cvpart", false}, kAlice, false, false},
-    {"partition_of_own_workspace", JobUpdate{std::nullopt, "cvpart", false}, JobUser{"bob", {}}, false, true},
-    {"unrelated_partition", JobUpdate{std::nullopt, "debug", false}, kAlice, false, true},
+    {"licenses_by_user", JobUpdate{"matlab:1", std::nullopt, std::nullopt, false}, kAlice, false, false},
+    {"licenses_by_admin", JobUpdate{"safe_ws_ml:1", std::nullopt, std::nullopt, false}, kAlice, true, true},
+    {"gpu_request_by_user", JobUpdate{std::nullopt, std::nullopt, std::nullopt, true}, kAlice, false, false},
+    {"partition_of_foreign_workspace", JobUpdate{std::nullopt, "cvpart", std::nullopt, false}, kAlice, false, false},
+    {"partition_of_own_workspace", JobUpdate{std::nullopt, "cvpart", std::nullopt, false}, JobUser{"bob", {}}, false, true},
+    {"unrelated_partition", JobUpdate{std::nullopt, "debug", std::nullopt, false}, kAlice, false, true},
+    {"into_the_spares_by_user", JobUpdate{std::nullopt, std::nullopt, "maint,safe_spares_gpu", false}, kAlice, false,
+     false},
+    {"into_the_spares_other_case", JobUpdate{std::nullopt, std::nullopt, "SAFE_SPARES_gpu", false}, kAlice, false,
+     false},
+    {"into_the_spares_by_safed", JobUpdate{std::nullopt, std::nullopt, "safe_spares_gpu", false}, kAlice, true, true},
+    {"out_of_any_reservation", JobUpdate{std::nullopt, std::nullopt, "", false}, kAlice, false, true},
+    {"other_reservation", JobUpdate{std::nullopt, std::nullopt, "maint", false}, kAlice, false, true},
 };
 INSTANTIATE_TEST_SUITE_P(Updates, UpdateTest, ::testing::ValuesIn(kUpdateCases),
                          [](const auto& info) { return std::string(info.param.name); });
