@@ -19,4 +19,10 @@ std::string named_spare_reservation(std::string_view reservations) {
   return "";
 }
 
+std::string spare_reservation_refusal(const std::string& name) {
+  return "safe: reservation " + name +
+         " holds SaFE's hot spare nodes, which safed alone gives to failing-over SaFE jobs (they get one "
+         "automatically); submit or update the job without it";
+}
+
 }  // namespace safe

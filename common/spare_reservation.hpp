@@ -18,4 +18,7 @@ inline std::string spare_reservation_name(std::string_view partition) {
 // comma-separated list (any one of them) from 22.05 on.
 std::string named_spare_reservation(std::string_view reservations);
 
+// What job_submit answers a job or update that names spare reservation `name`.
+std::string spare_reservation_refusal(const std::string& name);
+
 }  // namespace safe

@@ -60,12 +60,6 @@ NodeCapacity capacity_of(const ClusterShape* shape, const std::string& partition
 
 }  // namespace
 
-static std::string spare_reservation_refusal(const std::string& reservation) {
-  return "safe: reservation " + reservation +
-         " holds SaFE's hot spare nodes, which safed alone gives to failing-over SaFE jobs (they get one "
-         "automatically); submit or update the job without it";
-}
-
 SubmissionReview review_submission(const SafeConfig& config, const Submission& sub, const JobUser& user,
                                    const ClusterShape* shape) {
   SubmissionReview review;

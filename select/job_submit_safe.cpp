@@ -17,6 +17,7 @@ extern "C" {
 
 #include "common/cluster_shape_cache.hpp"
 #include "common/config_cache.hpp"
+#include "common/spare_reservation.hpp"
 #include "common/job_user.hpp"
 #include "common/submission.hpp"
 #include "select/slurm_memory.hpp"
@@ -130,6 +131,11 @@ void set_message(char** err_msg, const std::string& message) {
 thread_local std::vector<std::string> het_quota_charged;
 
 int review_job(job_desc_msg_t* job, char** err_msg) {
+  // Before the config: without one (unreadable, broken) the spares stay safed's all the same.
+  if (std::string spares = safe::named_spare_reservation(text(job->reservation)); !spares.empty()) {
+    set_message(err_msg, safe::spare_reservation_refusal(spares));
+    return ESLURM_ACCESS_DENIED;
+  }
   auto config = current_config();
   if (!config) return SLURM_SUCCESS;  // no config: admit unchanged (logged once by the cache)
 
@@ -190,10 +196,16 @@ namespace {
 bool is_set(const char* s) { return s != nullptr; }
 
 int review_update_request(job_desc_msg_t* job, uint32_t submit_uid, char** err_msg) {
-  auto config = current_config();
-  if (!config) return SLURM_SUCCESS;
   // slurmctld runs as SlurmUser: that uid and root are the administrators.
   bool is_admin = submit_uid == 0 || submit_uid == getuid();
+  if (!is_admin && is_set(job->reservation)) {
+    if (std::string spares = safe::named_spare_reservation(job->reservation); !spares.empty()) {
+      if (err_msg) set_message(err_msg, safe::spare_reservation_refusal(spares));
+      return ESLURM_ACCESS_DENIED;
+    }
+  }
+  auto config = current_config();
+  if (!config) return SLURM_SUCCESS;
   auto user = user_cache().get(submit_uid, std::time(nullptr));
   if (!user) user = safe::JobUser{"uid " + std::to_string(submit_uid), {}};
   safe::JobUpdate update;

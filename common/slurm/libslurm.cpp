@@ -15,6 +15,9 @@ extern "C" {
 #include <slurm/slurm_errno.h>
 }
 
+// libslurm's allocator (xmalloc.h, not in the public headers).
+extern "C" void slurm_xfree(void** item);
+
 namespace safe {
 namespace {
 
@@ -63,6 +66,16 @@ std::uint32_t submitted_job_id(const submit_response_msg_t& r) { return r.step_i
 void set_job_id(job_desc_msg_t& d, std::uint32_t job_id) { d.job_id = job_id; }
 std::uint32_t submitted_job_id(const submit_response_msg_t& r) { return r.job_id; }
 #endif
+
+// Frees the name slurm_create_reservation returned: strdup() up to 25.11, xstrdup() from 26.05
+// (src/api/update_config.c); the wrong one aborts.
+void free_reservation_name(char* name) {
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
+  slurm_xfree(reinterpret_cast<void**>(&name));
+#else
+  free(name);
+#endif
+}
 
 SlurmJobState job_state(uint32_t state) {
   switch (state & JOB_STATE_BASE) {
@@ -140,6 +153,7 @@ SlurmJob convert(const slurm_job_info_t& j) {
   o.partition = text(j.partition);
   o.reservation = text(j.resv_name);
   o.num_nodes = j.num_nodes;
+  o.max_nodes = j.max_nodes == NO_VAL ? 0 : j.max_nodes;
   o.user_id = j.user_id;
   o.submit_time = j.submit_time;
   o.start_time = j.start_time;
@@ -268,7 +282,7 @@ class LibslurmClient final : public SlurmClient {
     d.flags = RESERVE_FLAG_IGN_JOBS | RESERVE_FLAG_NO_HOLD_JOBS;
     char* created = slurm_create_reservation(&d);
     if (!created) return status_of(called(SLURM_ERROR));
-    free(created);
+    free_reservation_name(created);
     return ok_status();
   }
 

@@ -62,6 +62,7 @@ struct SlurmJob {
   std::string partition;
   std::string reservation;  // the reservation(s) it asked for or was put in, "" for none
   std::uint32_t num_nodes = 0;
+  std::uint32_t max_nodes = 0;  // of its request (-N MIN-MAX); 0: not set, or no more than num_nodes
   std::uint32_t user_id = 0;
   std::time_t submit_time = 0, start_time = 0, end_time = 0;
   std::uint16_t state_reason = 0;

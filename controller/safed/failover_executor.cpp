@@ -124,7 +124,14 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         hold_survivors(f, t, job, now);
         if (s.kind == FailoverStep::Kind::requeued_by_slurm) {
           settle_running_attempt(f, t, meta, now);
-          if (!f.requeue_time) f.requeue_time = now;
+          // When Slurm requeued it: slurmctld sets SubmitTime once the requeued run has wound
+          // down (batch_requeue_fini), after it revoked the run's credential, and its own rule is
+          // "begin = SubmitTime + 1 s" (with requeue_delay=0): the requeue is dated a second
+          // before SubmitTime, so that kRevokeMargin_s after it is that second. Else now.
+          if (!f.requeue_time)
+            f.requeue_time = t.attempt_start && job.submit_time > t.attempt_start && job.submit_time <= now
+                                 ? job.submit_time - 1
+                                 : now;
           f.phase = FailoverPhase::requeued;
           store_.put_failover(f);
           break;
@@ -163,6 +170,9 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
       }
       case FailoverPhase::requeued: {
         bool visible = job.restart_count > f.attempt && !job.completing;
+        // The fence goes out while the requeued run winds down (it is written on a worker, over a
+        // pass or two): by the time the job may start again it is on disk, not started then.
+        if (job.restart_count > f.attempt && job.completing) (void)fence_superseded_run(f, t, job, meta, now);
         FailoverStep s = decide_requeued(f, job, visible ? placement_for(f, t, job) : RestartPlacement{}, now);
         if (s.kind == FailoverStep::Kind::wait) return;
         if (s.kind == FailoverStep::Kind::requeue_lost) {
@@ -236,6 +246,8 @@ void FailoverPlanner::restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
     change.reservation = place.reservation;
     // Started on spares before and requeued since: back in the queue as any job.
     if (!change.reservation && !named_spare_reservation(job.reservation).empty()) change.reservation = "";
+    // Restarted through the queue (its backoff, no spare for it): its held nodes go back too.
+    if (!change.reservation || change.reservation->empty()) spare_claims_.erase(job.id);
   }
   change.admin_comment = merge_admin_comment(job.admin_comment, format_job_metadata(m));
   checkpoint_store();

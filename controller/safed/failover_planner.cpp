@@ -192,7 +192,11 @@ void FailoverPlanner::finish_gone(TrackedJob& t, long long now) {
 void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, long long now) {
   TrackedJob& t = jobs_[job.id];
   if (!t.seen) adopt(t, job, meta);
-  if (t.partition != job.partition) t.partition = job.partition;
+  if (job.state == SlurmJobState::running && !job.completing) {
+    if (t.partition != job.partition) t.partition = job.partition;
+    t.node_range = job.max_nodes > job.num_nodes;
+    t.required_nodes = !job.req_nodes.empty();
+  }
   const JobRecord before = t.record;
   t.record.max_retries = meta.settings.retries;
   t.record.retries_used = std::max(t.record.retries_used, meta.retries_used);

@@ -51,7 +51,11 @@ struct TrackedJob {
   long long seen_pass = 0;
   std::string admin_comment;  // as last parsed into `meta`
   JobMetadata meta;
-  std::string partition;      // as Slurm last showed it (the hot spares serve jobs by partition)
+  // As Slurm last showed them while it ran (the hot spares serve jobs by partition, of a fixed
+  // node count, that named no nodes).
+  std::string partition;
+  bool node_range = false;
+  bool required_nodes = false;
   std::string nodes_text;     // as last expanded into `node_names`
   std::vector<std::string> node_names;
   long long expected_start = 0;  // StartTime safed set after a requeue, until the job runs
@@ -229,7 +233,8 @@ class FailoverPlanner {
   // Moves the pools toward their plans: claims of jobs that started (or gave up) end, the
   // reservations get their nodes and users.
   void maintain_spare_pools(const std::vector<SlurmJob>& jobs, long long now);
-  const SparePoolConfig* spare_pool_of(const SlurmJob& job, const TrackedJob& t) const;
+  // The pool that serves the job's failovers, if any.
+  const SparePoolConfig* spare_pool_of(const TrackedJob& t) const;
   SparePoolView spare_pool_view(const SparePoolConfig& pool) const;
   Status put_spare_reservation(const SparePoolConfig& pool, const SparePoolPlan& plan, long long now);
   // The job was cancelled, or ended after the requeue: the failover stops there.

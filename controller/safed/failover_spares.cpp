@@ -24,9 +24,15 @@ std::string join_users(std::set<std::string> users) {
 
 }  // namespace
 
-const SparePoolConfig* FailoverPlanner::spare_pool_of(const SlurmJob& job, const TrackedJob& t) const {
+const SparePoolConfig* FailoverPlanner::spare_pool_of(const TrackedJob& t) const {
+  // Spares are for a node's fault, of a job that can be retried, whose node count is fixed (Slurm
+  // would give a MIN-MAX job every node of the reservation it can) and that named no nodes (-w).
+  if (t.node_range || t.required_nodes || t.record.retries_used >= t.record.max_retries) return nullptr;
+  // The partition it ran in: a pending job shows every partition it asked for (-p a,b).
+  auto held = spare_claims_.find(t.record.job_id);
+  const std::string& partition = held != spare_claims_.end() ? held->second.partition : t.partition;
   for (const SparePoolConfig& pool : config_.failover.spares) {
-    if (pool.partition != job.partition) continue;
+    if (pool.partition != partition) continue;
     if (!pool.workspaces.empty() &&
         std::find(pool.workspaces.begin(), pool.workspaces.end(), t.record.workspace) == pool.workspaces.end())
       return nullptr;
@@ -43,8 +49,10 @@ SparePoolView FailoverPlanner::spare_pool_view(const SparePoolConfig& pool) cons
     if (p.name == pool.partition) v.partition_nodes = expand_hostlist(p.nodes);
   for (const SlurmReservation& r : reservations_) {
     for (std::string& n : expand_hostlist(r.nodes)) {
+      // Future reservations too: Slurm refuses a spare reservation (lasting a year) that would
+      // overlap one.
       if (r.name == name) v.reserved.insert(std::move(n));
-      else if (r.active) v.other_reservations.insert(std::move(n));
+      else v.other_reservations.insert(std::move(n));
     }
   }
   for (const auto& [id, claim] : spare_claims_)
@@ -54,12 +62,19 @@ SparePoolView FailoverPlanner::spare_pool_view(const SparePoolConfig& pool) cons
     if (c == NodeCondition::safe_drain || c == NodeCondition::quarantined ||
         (c == NodeCondition::down && n.reason.rfind("SaFE", 0) == 0))
       v.out_for_repair.insert(n.name);
+    // Slurm flags a node it has just resumed not responding until its next ping (about a
+    // second): a spare coming back stays in the pool meanwhile.
+    if (n.not_responding && !n.state_down && !n.drain && v.reserved.count(n.name)) v.out_for_repair.insert(n.name);
   }
+  v.unanswered.insert(unanswered_.begin(), unanswered_.end());
   return v;
 }
 
 void FailoverPlanner::hold_survivors(const FailoverRecord& f, const TrackedJob& t, const SlurmJob& job,
                                      long long now) {
+  // Only a node's fault: a job that fails on its own (an exit code, a hang) would otherwise keep
+  // its nodes from the queue, or take spares, as often as it fails.
+  if (f.failure_class != to_string(FailureClass::node_fault)) return;
   std::vector<std::string> bad = expand_hostlist(f.bad_nodes);
   hold_nodes(t, f.attempt, job.nodes.empty() ? t.attempt_nodes : job.nodes, {bad.begin(), bad.end()},
              job.state == SlurmJobState::running, now);
@@ -67,8 +82,10 @@ void FailoverPlanner::hold_survivors(const FailoverRecord& f, const TrackedJob& 
 
 void FailoverPlanner::hold_before_node_loss(const std::string& lost, long long now) {
   if (!spare_inputs_ok_ || config_.failover.spares.empty()) return;
-  store_.begin();
+  // Best effort: the DOWN that follows must never wait for this (a store that cannot be
+  // written, say); the job's nodes then go back to the queue as without spares.
   try {
+    store_.begin();
     for (const auto& [id, t] : jobs_) {
       if (t.record.state != SafeJobState::running || t.running_attempt < 0) continue;
       std::vector<std::string> names = expand_hostlist(t.attempt_nodes);
@@ -76,20 +93,17 @@ void FailoverPlanner::hold_before_node_loss(const std::string& lost, long long n
       hold_nodes(t, t.running_attempt, t.attempt_nodes, {lost}, true, now);
     }
     store_.commit();
-  } catch (...) {
+  } catch (const std::exception& e) {
     store_.rollback();
-    throw;
+    log(std::string("safed: spares: could not hold the nodes of the jobs on ") + lost + ": " + e.what(),
+        LogPriority::warning);
   }
 }
 
 void FailoverPlanner::hold_nodes(const TrackedJob& t, int run, const std::string& nodes,
                                  const std::set<std::string>& off, bool running, long long now) {
   if (!spare_inputs_ok_) return;
-  const SparePoolConfig* pool = nullptr;
-  for (const SparePoolConfig& p : config_.failover.spares)
-    if (p.partition == t.partition &&
-        (p.workspaces.empty() || std::find(p.workspaces.begin(), p.workspaces.end(), t.record.workspace) != p.workspaces.end()))
-      pool = &p;
+  const SparePoolConfig* pool = spare_pool_of(t);
   if (!pool) return;
   std::uint32_t id = t.record.job_id;
   auto held = spare_claims_.find(id);
@@ -115,28 +129,38 @@ void FailoverPlanner::hold_nodes(const TrackedJob& t, int run, const std::string
 
 bool FailoverPlanner::wait_for_spares(const FailoverRecord& f, const TrackedJob& t, const SlurmJob& job,
                                       const FailoverStep& s, long long now) {
-  // A restart held back (its backoff) is no restart at once: spares are for those.
+  // A restart held back (its backoff) is no restart at once: spares are for those; so is a
+  // failover for a node's fault (see hold_survivors).
   if (!spare_inputs_ok_ || s.running_again || s.start > now) return false;
-  const SparePoolConfig* pool = spare_pool_of(job, t);
+  if (f.failure_class != to_string(FailureClass::node_fault)) return false;
+  const SparePoolConfig* pool = spare_pool_of(t);
   if (!pool) return false;
   SpareRequest r;
   r.job_id = job.id;
   r.nodes = std::max<std::uint32_t>(1, job.num_nodes);
   r.fault_time = f.fault_time;
-  std::vector<std::string> excluded = expand_hostlist(s.placement.exclude);
-  for (const auto& n : s.placement.bad_not_excluded) excluded.push_back(n);
-  std::set<std::string> off(excluded.begin(), excluded.end());
+  // Never on a node the job excluded itself or one that failed it now (one that failed it before
+  // and is a spare now has passed its checks since); free nodes outside the reservation also not
+  // on one the placement keeps it off (the nodes it just left).
+  std::vector<std::string> bad = expand_hostlist(t.record.user_exclude);
+  for (auto& n : expand_hostlist(f.bad_nodes)) bad.push_back(n);
+  r.excluded = bad;
+  std::set<std::string> off(bad.begin(), bad.end());
+  for (auto& n : expand_hostlist(s.placement.exclude)) off.insert(n);
   // Its held nodes first, then free nodes outside any reservation: a job in the reservation runs
   // only on the reservation's nodes, so the free ones it takes join it too.
   auto held = spare_claims_.find(job.id);
   std::set<std::string> own;
-  if (held != spare_claims_.end() && held->second.run == f.attempt) own.insert(held->second.nodes.begin(), held->second.nodes.end());
+  if (held != spare_claims_.end() && held->second.run == f.attempt)
+    for (const auto& n : held->second.nodes)
+      if (std::find(bad.begin(), bad.end(), n) == bad.end()) own.insert(n);
   SparePoolView view = spare_pool_view(*pool);
   for (bool held_pass : {true, false}) {
     for (const std::string& name : view.partition_nodes) {
       const SlurmNode* n = node(name);
-      if (!n || n->down || n->drain || n->busy || off.count(name) || own.count(name) != held_pass) continue;
-      if (!held_pass && n->reserved) continue;
+      if (!n || n->down || n->drain || n->busy || own.count(name) != held_pass) continue;
+      // As of now: a hold earlier in this pass may have reserved a node since the pass began.
+      if (!held_pass && (off.count(name) || view.reserved.count(name) || view.other_reservations.count(name))) continue;
       r.ready.push_back(name);
     }
   }
@@ -165,6 +189,7 @@ void FailoverPlanner::serve_spare_requests(const std::vector<SlurmJob>& jobs, lo
     if (!job || !f) return;
     TrackedJob& t = jobs_[w.request.job_id];
     restart(*f, t, *job, t.meta, s, now);
+    store_.put_job(t.record);  // observe_job wrote the record before this restart changed it
     if (f->phase == FailoverPhase::done) open_.erase({f->key(), f->attempt});
   };
   for (const SparePoolConfig& pool : config_.failover.spares) {
@@ -200,13 +225,14 @@ void FailoverPlanner::serve_spare_requests(const std::vector<SlurmJob>& jobs, lo
       for (auto& w : waiting) {
         if (w.request.job_id != g.job_id) continue;
         FailoverStep s = w.step;
-        // Off every bad node of the job but those it gets now: a spare may be a node that failed
-        // the job before and passed its checks since.
-        std::vector<std::string> exclude = expand_hostlist(s.placement.exclude);
-        exclude.insert(exclude.end(), s.placement.bad_not_excluded.begin(), s.placement.bad_not_excluded.end());
+        // Off its bad nodes and its own exclusions, and off every node of the reservation but
+        // those granted: in the reservation Slurm could otherwise start it on another job's
+        // claim or on spares nobody gave it.
+        std::vector<std::string> exclude = w.request.excluded;
         std::set<std::string> granted(g.own.begin(), g.own.end());
         granted.insert(g.spares.begin(), g.spares.end());
-        std::erase_if(exclude, [&](const std::string& n) { return granted.count(n) > 0; });
+        for (const std::string& n : with_claims.nodes)
+          if (!granted.count(n)) exclude.push_back(n);
         s.placement.exclude = join_hostlist(exclude);
         s.placement.bad_not_excluded.clear();
         s.placement.reservation = spare_reservation_name(pool.partition);
@@ -248,8 +274,13 @@ Status FailoverPlanner::put_spare_reservation(const SparePoolConfig& pool, const
   }
   checkpoint_store();
   Status put = slurm_.put_reservation(change);
-  log_action(now, JobKey{}, "", "spare pool",
-             name + " Nodes=" + change.nodes + " Users=" + change.users + (put ? "" : ": " + put.error()), put.ok());
+  // A refusal that repeats (every pass) is logged once.
+  if (put || spare_errors_[pool.partition] != put.error()) {
+    std::string detail = name + " Nodes=" + change.nodes + " Users=" + change.users + (put ? "" : ": " + put.error());
+    store_.log_action({now, JobKey{}, "", "spare pool", detail, put.ok()});
+    log("safed: spares: " + std::string(put ? "" : "FAILED: ") + detail, put ? LogPriority::notice : LogPriority::warning);
+  }
+  if (!put) spare_errors_[pool.partition] = put.error();
   if (put) {
     spare_errors_.erase(pool.partition);
     if (current) {
@@ -276,7 +307,8 @@ void FailoverPlanner::maintain_spare_pools(const std::vector<SlurmJob>& jobs, lo
   for (auto it = spare_claims_.begin(); it != spare_claims_.end();) {
     const SlurmJob* job = by_id.count(it->first) ? by_id[it->first] : nullptr;
     bool pending = job && waiting_to_start(*job);
-    bool restarted = job && job->state == SlurmJobState::running && job->restart_count > it->second.run;
+    // A requeued run winding down shows RUNNING with the new restart count: not a restart yet.
+    bool restarted = job && job->state == SlurmJobState::running && !job->completing && job->restart_count > it->second.run;
     if (job && !restarted && !has_ended(*job) && now - it->second.since < kClaimTimeout_s) {
       ++it;
       continue;

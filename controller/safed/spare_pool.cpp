@@ -23,7 +23,7 @@ SparePoolPlan plan_spare_pool(const SparePoolView& view, const std::map<std::str
   };
   auto healthy_idle = [&](const std::string& name) {
     const SlurmNode* n = state(name);
-    return n && !n->down && !n->drain && !n->busy;
+    return n && !n->down && !n->drain && !n->busy && !view.unanswered.count(name);
   };
   std::set<std::string> taken(view.claimed.begin(), view.claimed.end());
   // Free spares: those in the reservation first (no churn), then the rest in the pool's order.
@@ -72,10 +72,16 @@ std::vector<SpareGrant> grant_spares(std::vector<SpareRequest> requests, std::ve
     SpareGrant g{r.job_id, {}, {}};
     for (const std::string& n : r.ready)
       if (!claimed.count(n) && g.own.size() < r.nodes) g.own.push_back(n);
+    // A node another list saw as ready is no spare for anyone (the pass's views may overlap).
+    std::erase_if(free_spares, [&](const std::string& n) { return std::find(g.own.begin(), g.own.end(), n) != g.own.end(); });
     std::size_t need = r.nodes - g.own.size();
-    if (need > free_spares.size()) continue;
-    g.spares.assign(free_spares.begin(), free_spares.begin() + static_cast<long>(need));
-    free_spares.erase(free_spares.begin(), free_spares.begin() + static_cast<long>(need));
+    std::vector<std::string> eligible;
+    for (const std::string& n : free_spares)
+      if (eligible.size() < need && std::find(r.excluded.begin(), r.excluded.end(), n) == r.excluded.end())
+        eligible.push_back(n);
+    if (eligible.size() < need) continue;
+    g.spares = eligible;
+    std::erase_if(free_spares, [&](const std::string& n) { return std::find(eligible.begin(), eligible.end(), n) != eligible.end(); });
     for (const std::string& n : g.own) claimed.insert(n);
     grants.push_back(std::move(g));
   }

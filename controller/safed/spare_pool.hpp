@@ -29,6 +29,7 @@ struct SparePoolView {
   std::set<std::string> claimed;               // nodes held for jobs safed placed there, not yet running
   std::set<std::string> other_reservations;    // nodes in any other reservation: never spares
   std::set<std::string> out_for_repair;        // nodes SaFE took out of service (drained or set down)
+  std::set<std::string> unanswered;            // nodes whose slurmd failed safed's latest probe: never free
 };
 
 struct SparePoolPlan {
@@ -55,6 +56,7 @@ struct SpareRequest {
   std::uint32_t nodes = 0;            // the job's node count
   long long fault_time = 0;           // when its failover's fault struck
   std::vector<std::string> ready;     // nodes it could run on now: those held for it, then free ones
+  std::vector<std::string> excluded;  // nodes it must not get as spares (its own exclusions, its bad nodes)
   bool operator==(const SpareRequest&) const = default;
 };
 

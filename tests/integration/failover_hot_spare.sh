@@ -6,7 +6,8 @@
 #  - a GPU fault under the SaFE job: it restarts on the spare and its own healthy node within
 #    5 s of leaving its old run (no queued job took that node meanwhile); the broken node joins the
 #    pool while it is out, and is the free spare again once its checks pass;
-#  - its node dies (slurmd killed): the same, on the new spare;
+#  - its node dies (slurmd killed): the same, on the new spare (within 8 s: Slurm's own requeue
+#    and the survivor's epilog come first);
 #  - the node comes back: the pool is whole again;
 #  - the non-SaFE job in the queue never ran, on a spare or elsewhere; no user may submit into
 #    the reservation; the trainer's steps show no work lost beyond its checkpoints.
@@ -75,10 +76,10 @@ restart_gap() {
     fail "job $1 did not run again as run $2:"$'\n'"$(scontrol show job "$1"; squeue -a; sinfo -N; scontrol show reservation
         tail -n 20 "$SAFE_CLUSTER_DIR/log/safed.out")"
 }
-# on_spare GAP_MS NODES SPARE WHAT: the restart took the spare and came within 5 s.
+# on_spare GAP_MS NODES SPARE WHAT LIMIT_MS: the restart took the spare and came within LIMIT_MS.
 on_spare() {
     [[ $(scontrol show hostnames "$2") == *"$3"* ]] || fail "$4: the job restarted on $2, not on the spare $3"
-    (($1 <= 5000)) || fail "$4: the job ran again $1 ms after it left its run (5000 at most):"$'\n'"$(tail -n 20 "$SAFE_CLUSTER_DIR/log/safed.out")"
+    (($1 <= $5)) || fail "$4: the job ran again $1 ms after it left its run ($5 at most):"$'\n'"$(tail -n 30 "$SAFE_CLUSTER_DIR/log/safed.out"; grep -E "JobId=1 |job 1|_job_complete|requeue" "$SAFE_CLUSTER_DIR/log/slurmctld.log" | tail -n 25)"
     echo "$4: running again on $2 (spare $3) $1 ms after it left its run"
 }
 
@@ -86,7 +87,7 @@ on_spare() {
 bad=$(scontrol show hostnames "$(job_field "$jobid" NodeList)" | tail -n1)
 safectl inject --node "$bad" --gpu 0 --fault ecc >/dev/null
 read -r gap nodes < <(restart_gap "$jobid" 1)
-on_spare "$gap" "$nodes" "$spare" "GPU fault on $bad"
+on_spare "$gap" "$nodes" "$spare" "GPU fault on $bad" 5000
 assert_eq "PENDING" "$(job_field "$queued" JobState)" "the queued job's state"
 # Running, it leaves the spares' reservation: an ordinary job again.
 wait_for "[[ -z \$(squeue -h -j $jobid -o %v | grep safe_spares) ]]" 5 "scontrol show job $jobid"
@@ -101,7 +102,10 @@ wait_for "[[ \$(last_step_of_attempt $work/out 2) -ge 20 ]]" 30 "cat $work/out"
 dead=$(scontrol show hostnames "$(job_field "$jobid" NodeList)" | head -n1)
 "$SAFE_CLUSTER_BIN" kill-node --dir "$dir" --node "$dead" >/dev/null
 read -r gap nodes < <(restart_gap "$jobid" 2)
-on_spare "$gap" "$nodes" "$spare" "$dead died"
+# After a node's death Slurm requeues the job itself and winds the run down on the survivor
+# (its epilog) before safed may start it again: 3-4 s measured on 22.05, 5.6 s once on 26.05; 8 s
+# allowed for a loaded machine.
+on_spare "$gap" "$nodes" "$spare" "$dead died" 8000
 assert_eq "PENDING" "$(job_field "$queued" JobState)" "the queued job's state"
 
 # 3. The node comes back (safed resumes the node it set down once its slurmd answers): the

@@ -1461,5 +1461,16 @@ TEST_F(PlannerTest, FreeNodesComeBeforeSpares) {
   EXPECT_NE(std::string::npos, slurm.reservations.at(0).nodes.find("n4")) << "the spare stays free";
 }
 
+TEST_F(PlannerTest, AJobThatFailsOnItsOwnGetsNoHoldAndNoSpare) {
+  full_cluster_with_one_spare();
+  end_job(7, SlurmJobState::failed, 75);  // an infrastructure exit code: the job's own word
+  slurm.node("n1")->busy = slurm.node("n2")->busy = false;
+  run_for(5);
+  ASSERT_EQ(1, slurm.count("requeue 7"));
+  ASSERT_EQ(1, slurm.count("update 7"));
+  EXPECT_EQ(std::string::npos, last_update().find("resv=")) << last_update();
+  EXPECT_EQ(0, slurm.count("reservation safe_spares_gpu nodes=")) << "nothing held, the pool untouched";
+}
+
 }  // namespace
 }  // namespace safe

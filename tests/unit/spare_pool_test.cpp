@@ -111,9 +111,9 @@ TEST_F(SparePoolPlanTest, NeverTakesANodeOfAnotherReservationOrOutsideThePoolsNo
 TEST(SpareGrants, TheLargestJobFirstThenTheOldestFault) {
   // Three jobs want spares; two are free.
   std::vector<SpareRequest> requests = {
-      {11, 2, 100, {"n1"}},        // needs 1
-      {12, 4, 200, {"n2", "n3"}},  // needs 2: the largest
-      {13, 2, 50, {"n4"}},         // needs 1: the oldest fault
+      {11, 2, 100, {"n1"}, {}},        // needs 1
+      {12, 4, 200, {"n2", "n3"}, {}},  // needs 2: the largest
+      {13, 2, 50, {"n4"}, {}},         // needs 1: the oldest fault
   };
   std::vector<SpareGrant> g = grant_spares(requests, {"s1", "s2"});
   ASSERT_EQ(1u, g.size()) << "job 12 takes both; nobody else fits";
@@ -125,12 +125,24 @@ TEST(SpareGrants, TheLargestJobFirstThenTheOldestFault) {
 }
 
 TEST(SpareGrants, AJobGetsSparesOnlyWhenItCanStartAtOnceAndNodesAreNotGivenTwice) {
-  EXPECT_TRUE(grant_spares({{11, 4, 0, {"n1"}}}, {"s1", "s2"}).empty()) << "needs 3, 2 free: it waits in the queue";
+  EXPECT_TRUE(grant_spares({{11, 4, 0, {"n1"}, {}}}, {"s1", "s2"}).empty()) << "needs 3, 2 free: it waits in the queue";
   // Two 2-node jobs saw the same free node n1: the first takes it, the second needs two spares.
-  std::vector<SpareGrant> g = grant_spares({{11, 2, 10, {"n1"}}, {12, 2, 20, {"n1"}}}, {"s1", "s2", "s3"});
+  std::vector<SpareGrant> g = grant_spares({{11, 2, 10, {"n1"}, {}}, {12, 2, 20, {"n1"}, {}}}, {"s1", "s2", "s3"});
   ASSERT_EQ(2u, g.size());
   EXPECT_EQ((SpareGrant{11, {"s1"}, {"n1"}}), g[0]);
   EXPECT_EQ((SpareGrant{12, {"s2", "s3"}, {}}), g[1]);
+  // A node a job saw as its own is nobody's spare, even when another list named it free.
+  g = grant_spares({{11, 2, 10, {"n1", "s1"}, {}}, {12, 2, 20, {}, {}}}, {"s1", "s2", "s3"});
+  ASSERT_EQ(2u, g.size());
+  EXPECT_EQ((SpareGrant{11, {}, {"n1", "s1"}}), g[0]) << "its own nodes suffice: it takes no spare";
+  EXPECT_EQ((SpareGrant{12, {"s2", "s3"}, {}}), g[1]);
+}
+
+TEST(SpareGrants, NeverASpareTheJobExcludedOrThatFailedIt) {
+  std::vector<SpareGrant> g = grant_spares({{11, 2, 10, {"n1"}, {"s1"}}}, {"s1", "s2"});
+  ASSERT_EQ(1u, g.size());
+  EXPECT_EQ((SpareGrant{11, {"s2"}, {"n1"}}), g[0]);
+  EXPECT_TRUE(grant_spares({{11, 2, 10, {"n1"}, {"s1"}}}, {"s1"}).empty());
 }
 
 TEST(SpareReservation, ANameAmongAJobsReservationsIsFound) {
