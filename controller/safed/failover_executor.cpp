@@ -124,14 +124,9 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         hold_survivors(f, t, job, now);
         if (s.kind == FailoverStep::Kind::requeued_by_slurm) {
           settle_running_attempt(f, t, meta, now);
-          // When Slurm requeued it: slurmctld sets SubmitTime once the requeued run has wound
-          // down (batch_requeue_fini), after it revoked the run's credential, and its own rule is
-          // "begin = SubmitTime + 1 s" (with requeue_delay=0): the requeue is dated a second
-          // before SubmitTime, so that kRevokeMargin_s after it is that second. Else now.
-          if (!f.requeue_time)
-            f.requeue_time = t.attempt_start && job.submit_time > t.attempt_start && job.submit_time <= now
-                                 ? job.submit_time - 1
-                                 : now;
+          // Seen now: Slurm revoked the run's credential before (kRevokeMargin_s counts from
+          // here). A time from an earlier requeue that slurmctld lost is not this one's.
+          if (!f.requeue_time) f.requeue_time = now;
           f.phase = FailoverPhase::requeued;
           store_.put_failover(f);
           break;
@@ -162,7 +157,11 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         Status requeued = slurm_.requeue(job.id);
         log_action(now, t.record.key(), "", "requeue", requeued.error(), requeued.ok());
         if (!requeued) return;  // tried again next pass
-        f.requeue_time = now;
+        // Dated when slurmctld has answered, not at the pass's start: it stamped the revocation
+        // while it took the requeue, perhaps seconds into a long pass.
+        long long answered_ns = wall_ns_();
+        long long answered_s = answered_ns / 1000000000LL - (answered_ns % 1000000000LL < 0 ? 1 : 0);  // floor
+        f.requeue_time = std::max(now, answered_s);
         f.phase = FailoverPhase::requeued;
         store_.put_failover(f);
         checkpoint_store();
@@ -178,12 +177,13 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
         if (s.kind == FailoverStep::Kind::requeue_lost) {
           log("safed: job " + id + ": " + lost_requeue_text(job), LogPriority::warning);
           f.phase = FailoverPhase::requeueing;
+          f.requeue_time = 0;  // the next requeue (safed's or Slurm's) dates itself
           store_.put_failover(f);
           break;
         }
         if (s.kind == FailoverStep::Kind::ended) return end_failover(f, t, job, meta, now);
-        // Slurm may have requeued the job itself (a node it set DOWN): then this is the first
-        // point where safed holds the next run back (its start time), and the fence goes here.
+        // Slurm may have requeued the job itself (a node it set DOWN): the fence went out while
+        // the run wound down (above) and is on disk once this returns true.
         if (!s.running_again && !fence_superseded_run(f, t, job, meta, now)) return;
         if (wait_for_spares(f, t, job, s, now)) return;  // restarted at the end of the pass
         restart(f, t, job, meta, s, now);

@@ -166,6 +166,9 @@ bool FailoverPlanner::wait_for_spares(const FailoverRecord& f, const TrackedJob&
   }
   // Without held nodes, a job the free nodes can hold restarts through the queue as before.
   if (own.empty() && r.ready.size() >= r.nodes) return false;
+  // Held nodes are the nodes it just left: not before the second of the old run's revocation
+  // (place_restart asked no wait when free nodes elsewhere could hold it). Tried next pass.
+  if (!own.empty() && now < f.requeue_time + kRevokeMargin_s) return true;
   spare_requests_.push_back({pool->partition, std::move(r), s});
   return true;
 }

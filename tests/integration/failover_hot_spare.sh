@@ -103,7 +103,7 @@ dead=$(scontrol show hostnames "$(job_field "$jobid" NodeList)" | head -n1)
 "$SAFE_CLUSTER_BIN" kill-node --dir "$dir" --node "$dead" >/dev/null
 read -r gap nodes < <(restart_gap "$jobid" 2)
 # After a node's death Slurm requeues the job itself and winds the run down on the survivor
-# (its epilog) before safed may start it again: 3-4 s measured on 22.05, 5.6 s once on 26.05; 8 s
+# (its epilog) before safed may start it again: 3-5 s measured on 22.05, 5.6 s once on 26.05; 8 s
 # allowed for a loaded machine.
 on_spare "$gap" "$nodes" "$spare" "$dead died" 8000
 assert_eq "PENDING" "$(job_field "$queued" JobState)" "the queued job's state"

@@ -1453,7 +1453,10 @@ TEST_F(PlannerTest, FreeNodesComeBeforeSpares) {
   full_cluster_with_one_spare();
   gpu_fault_ends_job_7_on_n2();
   slurm.node("n3")->busy = false;  // the other job ended: n3 is free
-  run_for(5);
+  while (slurm.count("requeue 7") == 0 && now < 1100) run_for(1);
+  long long requeued = now;
+  while (slurm.count("update 7") == 0 && now < requeued + 10) run_for(1);
+  EXPECT_EQ(requeued + kRevokeMargin_s, now) << "its held n1 is a node it just left: not before the revocation's second";
   ASSERT_EQ(1, slurm.count("update 7"));
   EXPECT_EQ(0, planner->counters().spare_placements.count("gpu")) << "no spare taken";
   EXPECT_NE(std::string::npos, last_update().find("resv=safe_spares_gpu")) << "its held n1, with n3, in the reservation";
@@ -1470,6 +1473,21 @@ TEST_F(PlannerTest, AJobThatFailsOnItsOwnGetsNoHoldAndNoSpare) {
   ASSERT_EQ(1, slurm.count("update 7"));
   EXPECT_EQ(std::string::npos, last_update().find("resv=")) << last_update();
   EXPECT_EQ(0, slurm.count("reservation safe_spares_gpu nodes=")) << "nothing held, the pool untouched";
+}
+
+TEST_F(PlannerTest, HeldNodesWaitTheRevocationsSecondEvenWhenFreeNodesCouldHoldTheJob) {
+  full_cluster_with_one_spare();
+  // Two more nodes, free: place_restart keeps the job off the nodes it just left and asks no
+  // wait; the spare path, which restarts it on its held n1, must wait all the same.
+  for (const char* name : {"n5", "n6"}) slurm.nodes.push_back(SlurmNode{}), slurm.nodes.back().name = name;
+  slurm.partitions = {{"gpu", "n[1-6]", true, false}};
+  pass();
+  gpu_fault_ends_job_7_on_n2();
+  while (slurm.count("requeue 7") == 0 && now < 1100) run_for(1);
+  long long requeued = now;
+  while (slurm.count("update 7") == 0 && now < requeued + 10) run_for(1);
+  EXPECT_EQ(requeued + kRevokeMargin_s, now) << last_update();
+  EXPECT_NE(std::string::npos, last_update().find("resv=safe_spares_gpu")) << last_update();
 }
 
 }  // namespace
