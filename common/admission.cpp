@@ -217,6 +217,8 @@ AdmissionDecision admit_job(const SafeConfig& config, const AdmissionRequest& re
   s.health = opt.health.value_or(ws ? ws->default_health : config.admission.default_health);
   s.ckpt_dir = opt.ckpt_dir.value_or("");
   s.hang_timeout = opt.hang_timeout.value_or(0);
+  s.min_nodes = opt.min_nodes.value_or(0);
+  s.node_multiple = opt.node_multiple.value_or(1);
   s.ckpt_signal.signo = opt.ckpt_signal ? opt.ckpt_signal->signo
                                         : checkpoint_signal_number(config.checkpoint.signal).value_or(SIGUSR1);
   s.ckpt_signal.seconds = opt.ckpt_signal && opt.ckpt_signal->seconds ? *opt.ckpt_signal->seconds

@@ -37,6 +37,11 @@ struct JobSettings {
   CheckpointSignal ckpt_signal;
   int hang_timeout = 0;
   long long gpus = 0;
+  // Shrink and continue (--safe-min-nodes, --safe-node-multiple): 0 when the job is not elastic.
+  // full_nodes is the node count it was submitted with, set by the job_submit plugin.
+  int min_nodes = 0;
+  int node_multiple = 1;
+  int full_nodes = 0;
 };
 
 struct AdmissionDecision {

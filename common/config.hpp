@@ -108,6 +108,9 @@ struct FailoverConfig {
   int lemon_faults = 3;
   int lemon_window_s = 86400;
   std::vector<SparePoolConfig> spares;
+  // An elastic job (--safe-min-nodes) that has not got all its nodes back this long after its
+  // fault runs on fewer; grown back to its full size when nodes are free again.
+  int shrink_after_s = 300;
 };
 
 struct CheckpointConfig {

@@ -461,6 +461,7 @@ void read_failover(MapScope& s, FailoverConfig& f) {
   s.integer("lemon_faults", f.lemon_faults, 1, 1000);
   s.integer("lemon_window_s", f.lemon_window_s, 60, 90 * 86400);
   s.list_of("spares", f.spares, read_spare_pool);
+  s.integer("shrink_after_s", f.shrink_after_s, 0, 7 * 86400);
   for (std::size_t i = 0; i < f.spares.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
       if (f.spares[i].partition == f.spares[j].partition)

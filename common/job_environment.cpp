@@ -1,5 +1,7 @@
 #include "common/job_environment.hpp"
 
+#include <algorithm>
+
 namespace safe {
 
 JobSettings job_settings_on_node(const SafeOptions& options, const SafeConfig* config, const JobUser* user) {
@@ -24,8 +26,13 @@ JobSettings job_settings_on_node(const SafeOptions& options, const SafeConfig* c
 }
 
 std::vector<std::pair<std::string, std::string>> safe_job_environment(const JobSettings& s, int restart_count,
-                                                                      const std::string& resume_from) {
+                                                                      const std::string& resume_from, int nodes,
+                                                                      int full_nodes) {
+  nodes = std::max(1, nodes);
   return {
+      // An elastic trainer re-shards when it runs on fewer nodes than it was submitted for.
+      {"SAFE_NNODES", std::to_string(nodes)},
+      {"SAFE_FULL_NNODES", std::to_string(std::max(nodes, full_nodes))},
       {"SAFE_WORKSPACE", s.workspace},
       {"SAFE_ATTEMPT", std::to_string(restart_count + 1)},
       {"SAFE_MAX_RETRIES", std::to_string(s.retries)},

@@ -17,8 +17,10 @@ namespace safe {
 JobSettings job_settings_on_node(const SafeOptions& options, const SafeConfig* config, const JobUser* user);
 
 // restart_count: Slurm's SLURM_RESTART_COUNT (0 on the first run). resume_from: the newest
-// complete checkpoint ("" if none).
+// complete checkpoint ("" if none). nodes: the job's node count now (SLURM_JOB_NUM_NODES), and
+// full_nodes the count it was submitted with (fewer after safed shrank it; 0: the same).
 std::vector<std::pair<std::string, std::string>> safe_job_environment(const JobSettings& settings, int restart_count,
-                                                                      const std::string& resume_from);
+                                                                      const std::string& resume_from, int nodes,
+                                                                      int full_nodes);
 
 }  // namespace safe

@@ -26,6 +26,10 @@ std::string format_job_metadata(const JobMetadata& m) {
   out += " hang=" + std::to_string(s.hang_timeout);
   out += " gpus=" + std::to_string(s.gpus);
   if (m.submitted > 0) out += " sub=" + std::to_string(m.submitted);
+  // An elastic job: full node count / fewest / step (--safe-min-nodes, --safe-node-multiple).
+  if (s.min_nodes > 0)
+    out += " elastic=" + std::to_string(s.full_nodes) + "/" + std::to_string(s.min_nodes) + "/" +
+           std::to_string(s.node_multiple);
   if (!s.ckpt_dir.empty()) out += " ckpt=" + s.ckpt_dir;
   if (!m.last_failure.empty()) out += " last=" + m.last_failure;
   return out;
@@ -74,6 +78,15 @@ std::optional<JobMetadata> parse_job_metadata(std::string_view text) {
       long long v = 0;
       auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
       if (ec == std::errc() && end == value.data() + value.size() && v > 0) m.submitted = v;
+    } else if (key == "elastic") {
+      auto a = value.find('/'), b = value.rfind('/');
+      if (a == std::string_view::npos || a == b) continue;
+      auto full = to_int(value.substr(0, a)), min = to_int(value.substr(a + 1, b - a - 1)),
+           step = to_int(value.substr(b + 1));
+      if (!full || !min || !step || *min < 1 || *step < 1 || *full < *min) continue;
+      m.settings.full_nodes = *full;
+      m.settings.min_nodes = *min;
+      m.settings.node_multiple = *step;
     } else if (key == "ckpt") {
       m.settings.ckpt_dir = value;
     }

@@ -20,6 +20,10 @@ constexpr OptionSpec kSpecs[] = {
      "how hard the GPU gate before the job checks its GPUs"},
     {SafeOption::hang_timeout, "safe-hang-timeout", "SAFE_HANG_TIMEOUT", "SECS",
      "requeue the job when it makes no progress for SECS seconds (0 = off)"},
+    {SafeOption::min_nodes, "safe-min-nodes", "SAFE_MIN_NODES", "M",
+     "when a failover cannot get all the job's nodes in time, run it on M or more (an elastic trainer)"},
+    {SafeOption::node_multiple, "safe-node-multiple", "SAFE_NODE_MULTIPLE", "K",
+     "with --safe-min-nodes: run on a multiple of K nodes only (e.g. pipeline stages)"},
 };
 static_assert(std::size(kSpecs) == kSafeOptionCount, "one spec per SafeOption");
 static_assert(kMaxRetries == 50, "the --safe-retries usage text above says 0..50");
@@ -127,6 +131,14 @@ Status parse_option(SafeOptions& options, SafeOption id, std::string_view value)
       options.hang_timeout = static_cast<int>(*n);
       return ok_status();
     }
+    case SafeOption::min_nodes:
+    case SafeOption::node_multiple: {
+      auto n = parse_decimal(value);
+      if (!n || *n < 1 || *n > kMaxJobNodes)
+        return Error{problem(spec, "expects a node count 1.." + std::to_string(kMaxJobNodes), value)};
+      (id == SafeOption::min_nodes ? options.min_nodes : options.node_multiple) = static_cast<int>(*n);
+      return ok_status();
+    }
   }
   return Error{"safe: unknown option"};
 }
@@ -140,6 +152,8 @@ std::string SafeOptions::value_text(SafeOption id) const {
       return ckpt_signal ? ckpt_signal->to_string() : "";
     case SafeOption::health: return health ? std::string(to_string(*health)) : "";
     case SafeOption::hang_timeout: return hang_timeout ? std::to_string(*hang_timeout) : "";
+    case SafeOption::min_nodes: return min_nodes ? std::to_string(*min_nodes) : "";
+    case SafeOption::node_multiple: return node_multiple ? std::to_string(*node_multiple) : "";
   }
   return "";
 }

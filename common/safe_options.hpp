@@ -15,9 +15,9 @@
 
 namespace safe {
 
-enum class SafeOption { workspace, retries, ckpt_dir, ckpt_signal, health, hang_timeout };
+enum class SafeOption { workspace, retries, ckpt_dir, ckpt_signal, health, hang_timeout, min_nodes, node_multiple };
 // How many there are: the SPANK plugin keeps a flag per option.
-constexpr std::size_t kSafeOptionCount = static_cast<std::size_t>(SafeOption::hang_timeout) + 1;
+constexpr std::size_t kSafeOptionCount = static_cast<std::size_t>(SafeOption::node_multiple) + 1;
 
 struct OptionSpec {
   SafeOption id;
@@ -39,6 +39,8 @@ struct CheckpointSignal {
 
 constexpr int kMaxHangTimeoutSeconds = 7 * 86400;
 constexpr int kMaxSignalLeadSeconds = 65535;
+// Bounds --safe-min-nodes and --safe-node-multiple (Slurm's own node counts are 32-bit).
+constexpr int kMaxJobNodes = 100000;
 
 struct SafeOptions {
   std::optional<std::string> workspace;
@@ -47,8 +49,12 @@ struct SafeOptions {
   std::optional<CheckpointSignal> ckpt_signal;
   std::optional<HealthLevel> health;
   std::optional<int> hang_timeout;
+  std::optional<int> min_nodes;      // shrink-and-continue: the fewest nodes the job may run on
+  std::optional<int> node_multiple;  // ... and the step its node count moves in
 
-  bool any() const { return workspace || retries || ckpt_dir || ckpt_signal || health || hang_timeout; }
+  bool any() const {
+    return workspace || retries || ckpt_dir || ckpt_signal || health || hang_timeout || min_nodes || node_multiple;
+  }
   // The canonical text of one option's value ("" when unset), as parse_option reads it back.
   std::string value_text(SafeOption id) const;
   bool operator==(const SafeOptions&) const = default;

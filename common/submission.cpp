@@ -16,12 +16,26 @@ std::vector<std::string> settings_spank_env(const JobSettings& s) {
   effective.ckpt_signal = s.ckpt_signal;
   effective.health = s.health;
   effective.hang_timeout = s.hang_timeout;
+  if (s.min_nodes > 0) {
+    effective.min_nodes = s.min_nodes;
+    effective.node_multiple = s.node_multiple;
+  }
   std::vector<std::string> entries;
   for (const auto& spec : option_specs()) {
     std::string value = effective.value_text(spec.id);
     if (!value.empty()) entries.push_back(spank_env_name(spec.id) + "=" + value);
   }
   return entries;
+}
+
+std::vector<std::string> with_environment_entry(const std::vector<std::string>& env, const std::string& entry) {
+  std::string name = entry.substr(0, entry.find('=') + 1);
+  std::vector<std::string> out;
+  out.reserve(env.size() + 1);
+  for (const auto& e : env)
+    if (!e.starts_with(name)) out.push_back(e);
+  out.push_back(entry);
+  return out;
 }
 
 namespace {
@@ -58,6 +72,36 @@ NodeCapacity capacity_of(const ClusterShape* shape, const std::string& partition
   return cap;
 }
 
+// What is wrong with an elastic job's node counts ("" when nothing): safed resizes it between
+// full_nodes and min_nodes in steps of node_multiple, which only a fixed node count that is not
+// tied to a task count allows (Slurm would keep a job asking for N tasks at one per node pending
+// on fewer nodes for good).
+std::string elastic_problem(const SafeOptions& o, const GpuRequest& r, bool batch) {
+  if (!o.min_nodes) {
+    return o.node_multiple ? "safe: --safe-node-multiple only applies with --safe-min-nodes; add --safe-min-nodes=M "
+                             "or drop it"
+                           : "";
+  }
+  if (!batch)
+    return "safe: --safe-min-nodes applies to batch jobs (sbatch) only, which SaFE restarts; submit the job "
+           "with sbatch, or drop --safe-min-nodes";
+  std::uint32_t full = std::max<std::uint32_t>(1, r.min_nodes);
+  std::string m = std::to_string(*o.min_nodes), n = std::to_string(full);
+  if (r.max_nodes > full)
+    return "safe: --safe-min-nodes needs a fixed node count; give -N " + n + " rather than a range";
+  if (r.num_tasks > 0 || r.ntasks_per_node > 0)
+    return "safe: --safe-min-nodes needs a job that asks for nodes, not tasks (SaFE changes its node count); drop "
+           "-n/--ntasks and --ntasks-per-node from the job and give them to srun inside it";
+  if (static_cast<std::uint32_t>(*o.min_nodes) > full)
+    return "safe: --safe-min-nodes=" + m + " is more than the job's " + n + " node(s); give -N " + m +
+           " or more, or a smaller --safe-min-nodes";
+  int step = o.node_multiple.value_or(1);
+  if (*o.min_nodes % step != 0 || full % static_cast<std::uint32_t>(step) != 0)
+    return "safe: --safe-node-multiple=" + std::to_string(step) + " must divide both --safe-min-nodes=" + m +
+           " and the job's node count (-N " + n + ")";
+  return "";
+}
+
 }  // namespace
 
 SubmissionReview review_submission(const SafeConfig& config, const Submission& sub, const JobUser& user,
@@ -86,6 +130,10 @@ SubmissionReview review_submission(const SafeConfig& config, const Submission& s
   }
   SafeOptions options = parsed.options;
   if (choice.workspace) options.workspace = choice.workspace->name;
+  if (std::string elastic = elastic_problem(options, sub.gpus, sub.batch); !elastic.empty()) {
+    review.message = elastic;
+    return review;
+  }
 
   bool quota = choice.workspace && choice.workspace->gpu_quota > 0;
   NodeCapacity capacity = capacity_of(shape, choice.partition.empty() ? sub.partition : choice.partition);
@@ -140,6 +188,12 @@ SubmissionReview review_submission(const SafeConfig& config, const Submission& s
   if (quota && charge.gpus > 0) review.quota_charged = choice.workspace->name;
 
   review.accepted = true;
+  if (decision.settings.min_nodes > 0) {
+    decision.settings.full_nodes = static_cast<int>(std::max<std::uint32_t>(1, sub.gpus.min_nodes));
+    // The job's tasks learn its full size here (SAFE_FULL_NNODES); only batch jobs are elastic
+    // (only they are requeued), and only they have an environment to carry it.
+    review.changes.environment_entry = "SAFE_FULL_NNODES=" + std::to_string(decision.settings.full_nodes);
+  }
   review.settings = decision.settings;
   SubmissionChanges& c = review.changes;
   c.partition = decision.partition;

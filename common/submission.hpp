@@ -21,6 +21,7 @@ struct Submission {
   std::string reservation;  // --reservation, a comma-separated list
   GpuRequest gpus;
   bool expedited_requeue = false;  // --requeue=expedite (Slurm 25.11 and later)
+  bool batch = true;               // sbatch (a script); false: salloc or srun's own allocation
   // A component of a heterogeneous job: its offset, and the quota workspaces the components
   // before it were charged GPUs in. Slurm tests each component's licenses on its own and then
   // starts them all together, so two components charged to one quota could together exceed it.
@@ -41,6 +42,8 @@ struct SubmissionChanges {
   // The job's SPANK environment with SaFE's options set to their effective values, so the
   // prolog, the job's tasks and the controller all see what policy decided.
   std::optional<std::vector<std::string>> spank_env;
+  // "NAME=VALUE" set in a batch job's environment (replacing the job's own NAME).
+  std::optional<std::string> environment_entry;
 };
 
 struct SubmissionReview {
@@ -70,6 +73,9 @@ struct JobUpdate {
 // Allowed, or refused with the message for the user. Administrators (root, SlurmUser) may change
 // anything: safed moves failing-over jobs into the spare reservations that way.
 Status review_update(const SafeConfig& config, const JobUpdate& update, const JobUser& user, bool is_admin);
+
+// `env` with `entry` ("NAME=VALUE") in place of any NAME=... it held, at the end.
+std::vector<std::string> with_environment_entry(const std::vector<std::string>& env, const std::string& entry);
 
 // The SPANK environment entries that carry `settings` (one per --safe-* option).
 std::vector<std::string> settings_spank_env(const JobSettings& settings);

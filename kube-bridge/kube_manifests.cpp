@@ -170,10 +170,10 @@ Json kube_job_manifest(const WorkloadSpec& spec, const KubeWorkloadContext& ctx)
   json_t* env = json_array();
   // The same SAFE_* the SPANK plugin gives a Slurm job's tasks; SAFE_RESUME_FROM is set in the
   // pod by the entrypoint, which can see the checkpoint volume.
-  for (const auto& [k, v] : safe_job_environment(ctx.settings, ctx.attempt - 1, ""))
+  // The Kubernetes target never shrinks a workload (docs/kubernetes.md): it runs at its full size.
+  for (const auto& [k, v] : safe_job_environment(ctx.settings, ctx.attempt - 1, "", spec.nodes, spec.nodes))
     json_array_append_new(env, env_var(k, v));
   json_array_append_new(env, env_var("SAFE_WORKLOAD_NAME", spec.name));
-  json_array_append_new(env, env_var("SAFE_NNODES", std::to_string(spec.nodes)));
   json_array_append_new(env, env_var("MASTER_ADDR", name + "-0." + name));
   json_array_append_new(env, env_var("MASTER_PORT", std::to_string(kRendezvousPort)));
   json_t* rank = json_object();

@@ -23,7 +23,10 @@ SlurmJobRequest slurm_job_request(const WorkloadSpec& spec, const UserRecord& us
     r.script = spec.script.starts_with("#!") ? spec.script : "#!/bin/bash\n" + spec.script;
   } else {
     // One task per node, as the Kubernetes target runs one pod per node.
-    std::string line = spec.nodes > 1 ? "exec srun --kill-on-bad-exit=1" : "exec";
+    // An elastic workload's tasks follow its node count now (it may run on fewer after a shrink).
+    std::string line = spec.options.min_nodes  ? "exec srun --kill-on-bad-exit=1 --ntasks-per-node=1"
+                       : spec.nodes > 1        ? "exec srun --kill-on-bad-exit=1"
+                                               : "exec";
     for (const auto& arg : spec.command) line += " " + shell_quote(arg);
     r.script = "#!/bin/bash\n" + line + "\n";
   }
@@ -32,6 +35,7 @@ SlurmJobRequest slurm_job_request(const WorkloadSpec& spec, const UserRecord& us
   r.work_dir = work_dir;
   r.std_out = work_dir + "/safe-bridge-" + spec.name + "-%j.out";
   r.nodes = spec.nodes;
+  r.elastic = spec.options.min_nodes.has_value();
   r.gpus_per_node = spec.gpus_per_node;
   r.cpus_per_task = spec.cpus_per_task;
   r.memory_mb = spec.memory_mb;

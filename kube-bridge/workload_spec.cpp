@@ -12,7 +12,7 @@ namespace {
 constexpr const char* kFields[] = {"name",    "workspace",  "target",  "image",         "command",
                                    "script",  "nodes",      "gpusPerNode", "cpusPerTask", "memory",
                                    "timeLimit", "retries",  "checkpoint", "health",     "hangTimeout",
-                                   "env",     "excludedNodes", "labels"};
+                                   "minNodes", "nodeMultiple", "env",    "excludedNodes", "labels"};
 constexpr const char* kCheckpointFields[] = {"dir", "signal", "graceSeconds"};
 
 bool matches(std::string_view s, const char* pattern) {
@@ -168,6 +168,19 @@ void read_fields(SpecReader& r, const json_t* root, WorkloadSpec& spec, SpecPars
   if (const json_t* v = json_object_get(root, "health")) r.option(spec.options, SafeOption::health, v, "health", false);
   if (const json_t* v = json_object_get(root, "hangTimeout"))
     r.option(spec.options, SafeOption::hang_timeout, v, "hangTimeout", true);
+  if (const json_t* v = json_object_get(root, "minNodes")) r.option(spec.options, SafeOption::min_nodes, v, "minNodes", true);
+  if (const json_t* v = json_object_get(root, "nodeMultiple"))
+    r.option(spec.options, SafeOption::node_multiple, v, "nodeMultiple", true);
+  if (spec.options.min_nodes && spec.target == TargetKind::kubernetes)
+    r.error("minNodes", "the Kubernetes target runs a workload at its full size only (an Indexed Job of "
+                        "fixed completions); drop minNodes, or use target slurm");
+  else if (spec.options.min_nodes && *spec.options.min_nodes > spec.nodes)
+    r.error("minNodes", "expects at most the workload's nodes (" + std::to_string(spec.nodes) + ")");
+  else if (spec.options.node_multiple && !spec.options.min_nodes)
+    r.error("nodeMultiple", "only applies with minNodes");
+  else if (spec.options.node_multiple &&
+           (*spec.options.min_nodes % *spec.options.node_multiple || spec.nodes % *spec.options.node_multiple))
+    r.error("nodeMultiple", "must divide both minNodes and nodes");
 
   if (const json_t* c = json_object_get(root, "checkpoint")) {
     if (!json_is_object(c)) {
@@ -302,6 +315,8 @@ std::string workload_spec_json(const WorkloadSpec& spec) {
   if (opt.retries) json_set(o, "retries", json_integer(*opt.retries));
   if (opt.health) json_set(o, "health", json_str(opt.value_text(SafeOption::health)));
   if (opt.hang_timeout) json_set(o, "hangTimeout", json_integer(*opt.hang_timeout));
+  if (opt.min_nodes) json_set(o, "minNodes", json_integer(*opt.min_nodes));
+  if (opt.node_multiple) json_set(o, "nodeMultiple", json_integer(*opt.node_multiple));
   if (opt.ckpt_dir || opt.ckpt_signal) {
     json_t* c = json_object();
     if (opt.ckpt_dir) json_set(c, "dir", json_str(*opt.ckpt_dir));

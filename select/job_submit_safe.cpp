@@ -90,6 +90,7 @@ safe::Submission read_submission(const job_desc_msg_t* job) {
   // --exclusive (not =user or =mcs, which share no GPUs) and core specialization get whole nodes.
   s.gpus.exclusive = job->shared == JOB_SHARED_NONE;
   s.gpus.core_spec = job->core_spec != NO_VAL16;
+  s.batch = job->script != nullptr;
 #ifdef EXPEDITED_REQUEUE  // --requeue=expedite, since 25.11
   s.expedited_requeue = (job->bitflags & EXPEDITED_REQUEUE) != 0;
 #endif
@@ -112,6 +113,13 @@ void apply_changes(job_desc_msg_t* job, const safe::SubmissionChanges& c) {
   if (c.admin_comment) safe::slurm::replace_string(job->admin_comment, *c.admin_comment);
   if (c.max_nodes) job->max_nodes = *c.max_nodes;
   if (c.spank_env) safe::slurm::replace_string_array(job->spank_job_env, job->spank_job_env_size, *c.spank_env);
+  if (c.environment_entry && job->script) {
+    std::vector<std::string> env;
+    for (uint32_t i = 0; job->environment && i < job->env_size; ++i)
+      if (job->environment[i]) env.emplace_back(job->environment[i]);
+    safe::slurm::replace_string_array(job->environment, job->env_size,
+                                      safe::with_environment_entry(env, *c.environment_entry));
+  }
   if (c.requeue_with_append) {
     job->requeue = 1;
     job->open_mode = OPEN_MODE_APPEND;

@@ -213,7 +213,11 @@ int export_job_environment(spank_t sp) {
     if (newest) resume_from = newest->path;
     else slurm_error("safe: not resuming: %s", newest.error().c_str());
   }
-  for (const auto& [name, value] : safe::safe_job_environment(settings, restart_count, resume_from))
+  // The job's node count now; its full count comes from the job_submit plugin (in the batch
+  // environment of an elastic job), which the user's own script could change: it is advice only.
+  int nodes = std::atoi(job_env(sp, "SLURM_JOB_NUM_NODES").c_str());
+  int full_nodes = std::atoi(job_env(sp, "SAFE_FULL_NNODES").c_str());
+  for (const auto& [name, value] : safe::safe_job_environment(settings, restart_count, resume_from, nodes, full_nodes))
     spank_setenv(sp, name.c_str(), value.c_str(), 1);
   return 0;
 }

@@ -30,6 +30,7 @@ struct JobChange {
   std::optional<std::string> admin_comment;
   std::optional<bool> hold;                // true: priority 0 (held); false: release
   std::optional<std::string> reservation;  // "" takes the job out of its reservation
+  std::optional<std::uint32_t> num_nodes;  // a pending job's node count (-N): an elastic job's resize
 };
 
 // A reservation safed keeps (the hot spares'): created when it does not exist, else its nodes and
@@ -51,6 +52,9 @@ struct SlurmJobRequest {
   std::string work_dir;
   std::string std_out;  // may hold %j
   int nodes = 1;
+  // One task per node (-n NODES --ntasks-per-node=1), unless elastic: a job SaFE may resize asks
+  // for nodes only (job_submit refuses a task count), and its script's srun gives one per node.
+  bool elastic = false;
   int gpus_per_node = 0;
   int cpus_per_task = 1;
   long long memory_mb = 0;

@@ -302,6 +302,7 @@ class LibslurmClient final : public SlurmClient {
     if (c.admin_comment) d.admin_comment = comment.data();
     if (c.reservation) d.reservation = reservation.data();
     if (c.hold) d.priority = *c.hold ? 0 : INFINITE;
+    if (c.num_nodes) d.min_nodes = d.max_nodes = *c.num_nodes;
     return status_of(called(slurm_update_job(&d)));
   }
 
@@ -341,8 +342,10 @@ class LibslurmClient final : public SlurmClient {
     desc.std_out = const_cast<char*>(r.std_out.c_str());
     desc.min_nodes = r.nodes;
     desc.max_nodes = r.nodes;
-    desc.num_tasks = r.nodes;
-    desc.ntasks_per_node = 1;
+    if (!r.elastic) {
+      desc.num_tasks = r.nodes;
+      desc.ntasks_per_node = 1;
+    }
     desc.cpus_per_task = static_cast<uint16_t>(r.cpus_per_task);
     if (!tres.empty()) desc.tres_per_node = tres.data();
     if (r.memory_mb > 0) desc.pn_min_memory = static_cast<uint64_t>(r.memory_mb);

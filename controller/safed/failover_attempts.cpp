@@ -120,6 +120,7 @@ void FailoverPlanner::observe_running(TrackedJob& t, const SlurmJob& job, const 
   if (failure.node_faults.empty()) {
     t.bad_node_seen = 0;
     check_hang(t, job, meta, now);
+    if (t.record.state != SafeJobState::failing_over) check_grow_back(t, job, meta, now);
   } else {
     // A run the prolog is refusing shows as running on the node it just drained: Slurm
     // requeues it as soon as the prolog exits, and the pending pass below takes it from there.

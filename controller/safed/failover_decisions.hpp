@@ -18,6 +18,9 @@
 
 namespace safe {
 
+// The class of an elastic job's planned restart back to its full size (failover_elastic.cpp).
+inline constexpr std::string_view kGrowBackClass = "grow_back";
+
 // Why a failover does nothing in a pass; each kind is logged once per stretch of waiting.
 enum class Deferral { none, backoff, rate_limit, silent_nodes };
 

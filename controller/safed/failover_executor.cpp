@@ -49,12 +49,19 @@ std::vector<RunNode> FailoverPlanner::run_nodes(const TrackedJob& t, const Slurm
 RestartPlacement FailoverPlanner::placement_for(const FailoverRecord& f, const TrackedJob& t, const SlurmJob& job) {
   RestartInputs in;
   in.user_exclude = t.record.user_exclude;
+  // A grow back is for the nodes that came back: earlier failures' nodes are kept off only while
+  // they are still out of service (an exclusion would keep the job from the repaired ones).
+  bool grow_back = f.failure_class == kGrowBackClass;
   for (const auto& prev : store_.failovers(t.record.key()))
-    for (auto& n : expand_hostlist(prev.bad_nodes)) in.bad.insert(n);
+    for (auto& n : expand_hostlist(prev.bad_nodes)) {
+      const SlurmNode* state = node(n);
+      if (!grow_back || !state || state->down || state->drain) in.bad.insert(n);
+    }
   for (auto& n : expand_hostlist(f.bad_nodes)) in.bad.insert(n);
   in.required = job.req_nodes;
   in.left = t.attempt_nodes.empty() ? job.nodes : t.attempt_nodes;
-  in.num_nodes = job.num_nodes;
+  // An elastic job is placed for its full size, what its restart asks for when it can.
+  in.num_nodes = std::max<std::uint32_t>(job.num_nodes, t.meta.settings.min_nodes > 0 ? t.meta.settings.full_nodes : 0);
   return place_restart(in, nodes_);
 }
 
@@ -247,7 +254,10 @@ void FailoverPlanner::restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
     // Started on spares before and requeued since: back in the queue as any job.
     if (!change.reservation && !named_spare_reservation(job.reservation).empty()) change.reservation = "";
     // Restarted through the queue (its backoff, no spare for it): its held nodes go back too.
-    if (!change.reservation || change.reservation->empty()) spare_claims_.erase(job.id);
+    if (!change.reservation || change.reservation->empty()) {
+      spare_claims_.erase(job.id);
+      change.num_nodes = elastic_restart_size(f, job, meta, place.exclude, now);
+    }
   }
   change.admin_comment = merge_admin_comment(job.admin_comment, format_job_metadata(m));
   checkpoint_store();
@@ -261,7 +271,8 @@ void FailoverPlanner::restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
                                     ? ""
                                     : " (" + join_hostlist(place.bad_not_excluded) +
                                           " not excluded: the rest of the cluster cannot hold the job)") +
-                               (change.reservation ? " Reservation=" + *change.reservation : "");
+                               (change.reservation ? " Reservation=" + *change.reservation : "") +
+                               (change.num_nodes ? " NumNodes=" + std::to_string(*change.num_nodes) : "");
   log_action(now, t.record.key(), "", "restart",
              what + " retries=" + std::to_string(m.retries_used) + "/" + std::to_string(meta.settings.retries) +
                  (updated ? "" : ": " + updated.error()),

@@ -119,6 +119,7 @@ void FailoverPlanner::reconcile(const std::vector<SlurmJob>& jobs, const std::ve
     }
     serve_spare_requests(jobs, now);
     maintain_spare_pools(jobs, now);
+    resize_waiting_jobs(jobs, now);
     // Failovers of jobs Slurm no longer knows (purged after MinJobAge) cannot go on.
     for (auto it = open_.begin(); it != open_.end();) {
       auto tracked = jobs_.find(it->first.first.id);

@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -121,15 +122,16 @@ class FailoverPlanner {
   // treats them like nodes Slurm flags as not responding.
   void set_unanswered_nodes(std::unordered_set<std::string> nodes) { unanswered_ = std::move(nodes); }
 
-  // Slurm's partitions and reservations, for the hot spares (failover.spares): read by the caller
-  // before each pass that has spares configured; a pass whose reads failed keeps the pools as
-  // they are and gives no spare.
+  // Slurm's partitions and reservations, for the hot spares (failover.spares) and elastic jobs'
+  // sizes: read by the caller before each pass when needs_partitions(); a pass whose reads failed
+  // keeps the pools as they are, gives no spare and resizes no job.
   void set_spare_inputs(std::vector<SlurmPartition> partitions, std::vector<SlurmReservation> reservations) {
     partitions_ = std::move(partitions);
     reservations_ = std::move(reservations);
     spare_inputs_ok_ = true;
   }
   void spare_inputs_failed() { spare_inputs_ok_ = false; }
+  bool needs_partitions() const;
   // Each pool's plan after the last pass, by partition (status, metrics).
   const std::map<std::string, SparePoolPlan>& spare_pools() const { return spare_plans_; }
   const std::map<std::uint32_t, SpareClaim>& spare_claims() const { return spare_claims_; }
@@ -237,6 +239,17 @@ class FailoverPlanner {
   const SparePoolConfig* spare_pool_of(const TrackedJob& t) const;
   SparePoolView spare_pool_view(const SparePoolConfig& pool) const;
   Status put_spare_reservation(const SparePoolConfig& pool, const SparePoolPlan& plan, long long now);
+  // Shrink and grow back (failover_elastic.cpp). The node count an elastic job's restart asks for
+  // (`exclude`: its ExcNodeList after the restart); nullopt for other jobs, or when the partitions
+  // are not known in this pass.
+  std::optional<std::uint32_t> elastic_restart_size(const FailoverRecord& f, const SlurmJob& job,
+                                                    const JobMetadata& meta, const std::string& exclude,
+                                                    long long now) const;
+  // Elastic jobs safed restarted, waiting in the queue: their node count follows the free nodes.
+  void resize_waiting_jobs(const std::vector<SlurmJob>& jobs, long long now);
+  // A running elastic job short of nodes: a planned restart at full size once they are free.
+  void check_grow_back(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
+  std::set<std::string> partition_nodes(const std::string& partitions) const;  // "" when not known
   // The job was cancelled, or ended after the requeue: the failover stops there.
   void end_failover(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
   std::vector<RunNode> run_nodes(const TrackedJob& t, const SlurmJob& job) const;

@@ -591,7 +591,8 @@ void Safed::reconcile_pass() {
     last = tick;
     return true;
   };
-  if (!planner_->config().failover.spares.empty()) read_spare_inputs();
+  if (planner_->needs_partitions()) read_spare_inputs();
+  else planner_->spare_inputs_failed();  // none read: nothing stale is acted on
   try {
     planner_->reconcile(*jobs, *nodes, now);
     ++health_.passes;  // a pass rolled back is none: tests count passes in which safed could act

@@ -100,9 +100,12 @@ std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& hea
     auto it = c.failures_by_class.find(name);
     m << "safe_job_failures_total{class=\"" << name << "\"} " << (it == c.failures_by_class.end() ? 0 : it->second) << "\n";
   }
-  m << "# HELP safe_failovers_total Requeues SaFE made, by failure class.\n# TYPE safe_failovers_total counter\n";
-  for (auto cls : all_failure_classes()) {
-    std::string name(to_string(cls));
+  m << "# HELP safe_failovers_total Requeues SaFE made, by failure class (grow_back: an elastic job's planned "
+       "restart back to its full size).\n# TYPE safe_failovers_total counter\n";
+  std::vector<std::string> classes;
+  for (auto cls : all_failure_classes()) classes.emplace_back(to_string(cls));
+  classes.emplace_back(kGrowBackClass);
+  for (const std::string& name : classes) {
     auto it = c.failovers_by_class.find(name);
     m << "safe_failovers_total{class=\"" << name << "\"} " << (it == c.failovers_by_class.end() ? 0 : it->second) << "\n";
   }

@@ -157,6 +157,18 @@ TEST_F(BridgeApiTest, CreateSubmitsAsTheUserWithSbatchStyleOptions) {
   EXPECT_EQ(r.headers.at(0), (std::pair<std::string, std::string>{"Location", "/api/v1/workloads/slurm-100"}));
 }
 
+// minNodes: Slurm may resize the job, so it asks for nodes only and its srun gives one task each.
+TEST_F(BridgeApiTest, AnElasticWorkloadAsksForNodesNotTasks) {
+  auto r = call("POST", "/api/v1/workloads", "alice",
+                R"({"name":"el","command":["python","train.py"],"nodes":4,"minNodes":2,"nodeMultiple":2})");
+  ASSERT_EQ(r.status, 201) << r.body;
+  const SlurmJobRequest& s = slurm.submitted.at(0);
+  EXPECT_TRUE(s.elastic);
+  EXPECT_EQ(s.script, "#!/bin/bash\nexec srun --kill-on-bad-exit=1 --ntasks-per-node=1 'python' 'train.py'\n");
+  EXPECT_EQ(s.spank_env, (std::vector<std::string>{"_SLURM_SPANK_OPTION_safe_safe_min_nodes=2",
+                                                    "_SLURM_SPANK_OPTION_safe_safe_node_multiple=2"}));
+}
+
 TEST_F(BridgeApiTest, AWorkloadIsNotSubmittedWhenItsUsersWorkingDirectoryIsUnfit) {
   work_dirs.refuse = "alice";
   auto r = call("POST", "/api/v1/workloads", "alice", kSpec);

@@ -56,7 +56,7 @@ class PlannerTest : public ::testing::Test {
 
   void pass() {
     slurm.now = now;
-    if (!config.failover.spares.empty()) planner->set_spare_inputs(slurm.partitions, slurm.reservations);
+    if (planner->needs_partitions()) planner->set_spare_inputs(slurm.partitions, slurm.reservations);
     planner->reconcile(slurm.jobs, slurm.nodes, now);
   }
   // Hot spares: nodes n1..n4 in partition gpu, a pool of one spare; job 7 on n[1-2], another
@@ -74,6 +74,32 @@ class PlannerTest : public ::testing::Test {
     add_job(7, "n[1-2]").partition = "gpu";
     for (const char* n : {"n1", "n2", "n3"}) slurm.node(n)->busy = true;
     pass();
+  }
+  // Shrink and grow back: job 7 (-N 4, with `meta`) on n[1-4] of partition gpu (n[1-6]), another
+  // job on n5 and n6: the cluster is full. n3 and n4 fail under job 7: it is signalled, checkpoints
+  // and is requeued; n1 and n2 are free, and the job is restarted at its full size.
+  void two_of_four_nodes_fail_on_a_full_cluster(const std::string& meta) {
+    slurm.partitions = {{"gpu", "n[1-6]", true, false}};
+    config.failover.shrink_after_s = 30;
+    make_planner();
+    SlurmJob& j = add_job(7, "n[1-4]", meta);
+    j.num_nodes = 4;
+    j.partition = "gpu";
+    for (auto& n : slurm.nodes) n.busy = true;
+    pass();
+    drain("n3", "SaFE: gpu0 uncorrectable ECC=2");
+    drain("n4", "SaFE: gpu0 uncorrectable ECC=2");
+    run_for(2);
+    files.checkpoints["/ck/1"] = now;
+    run_for(2);
+    ASSERT_EQ(1, slurm.count("requeue 7"));
+    for (const char* n : {"n1", "n2", "n3", "n4"}) slurm.node(n)->busy = false;
+    while (slurm.count("update 7") == 0 && now < 1100) run_for(1);
+    std::string restart = last_update();
+    EXPECT_NE(std::string::npos, restart.find("update 7 exc=n3,n4")) << restart;
+    if (meta.find("elastic=") != std::string::npos) {
+      EXPECT_NE(std::string::npos, restart.find(" nodes=4")) << "before shrink_after_s it waits for all 4: " << restart;
+    }
   }
   // n2's GPU fails and job 7 ends: n1 and n2 are free again (n2 drained), n3 still busy.
   void gpu_fault_ends_job_7_on_n2() {
@@ -151,6 +177,11 @@ class PlannerTest : public ::testing::Test {
     j->state = SlurmJobState::running;
     j->nodes = nodes;
     j->start_time = now;
+  }
+  int calls_with(const std::string& part) const {
+    int n = 0;
+    for (const auto& c : slurm.calls) n += c.find(part) != std::string::npos ? 1 : 0;
+    return n;
   }
   std::string last_update() {
     for (auto it = slurm.calls.rbegin(); it != slurm.calls.rend(); ++it)
@@ -1369,6 +1400,62 @@ TEST(StateStore, KeepsFailoversFaultsAndQuarantines) {
   EXPECT_EQ(1u, s.jobs(false).size());
   s.log_action({1, key(7), "", "requeue", "", true});
   EXPECT_EQ(1u, s.actions(key(7)).size());
+}
+
+// ---- shrink and grow back (--safe-min-nodes)
+
+constexpr const char* kElasticMeta =
+    "safe: ws=ml retries=0/3 health=standard sig=USR1@30 hang=0 gpus=0 elastic=4/2/1 ckpt=/ck/1";
+
+TEST_F(PlannerTest, AnElasticJobShortOfNodesRunsOnFewerThenGrowsBackWhenTheyReturn) {
+  two_of_four_nodes_fail_on_a_full_cluster(kElasticMeta);
+  long long fault = now - 5;
+  // Still waiting for 4 once failover.shrink_after_s has passed: it asks for the 2 it can have.
+  while (calls_with("nodes=2") == 0 && now < fault + 60) run_for(1);
+  EXPECT_EQ("update 7 nodes=2", last_update());
+  EXPECT_GE(now - fault, 30);
+  EXPECT_LE(now - fault, 32);
+  SlurmJob* j = slurm.job(7);
+  start_again(7, "n[1-2]");
+  j->num_nodes = 2;
+  slurm.node("n1")->busy = slurm.node("n2")->busy = true;
+  run_for(20);
+  EXPECT_EQ(1, slurm.count("requeue 7")) << "it runs on 2 and stays there while n3 and n4 are out";
+  // n3 and n4 are repaired: a planned restart at its full size, checkpointed first.
+  for (const char* n : {"n3", "n4"}) {
+    slurm.node(n)->drain = false;
+    slurm.node(n)->reason.clear();
+  }
+  run_for(1);
+  EXPECT_EQ(2, slurm.count("signal 7 " + std::to_string(SIGUSR1)));
+  run_for(1);
+  files.checkpoints["/ck/1"] = now;  // the checkpoint on the signal
+  run_for(2);
+  ASSERT_EQ(2, slurm.count("requeue 7"));
+  slurm.node("n1")->busy = slurm.node("n2")->busy = false;
+  run_for(3);
+  std::string grow = last_update();
+  EXPECT_NE(std::string::npos, grow.find("nodes=4")) << grow;
+  EXPECT_EQ(std::string::npos, grow.find("exc=n3,n4")) << "the repaired nodes are the job's again: " << grow;
+  EXPECT_NE(std::string::npos, grow.find("retries=1/3")) << "a grow back costs no retry: " << grow;
+  EXPECT_EQ(1, planner->counters().failovers_by_class.at("grow_back"));
+}
+
+TEST_F(PlannerTest, AJobWithoutMinNodesWaitsForAllItsNodes) {
+  two_of_four_nodes_fail_on_a_full_cluster(kMeta);
+  run_for(60);
+  EXPECT_EQ(0, calls_with("nodes=")) << last_update();
+}
+
+TEST_F(PlannerTest, AWaitingElasticJobGetsItsFullSizeBackWhenTheNodesReturnFirst) {
+  two_of_four_nodes_fail_on_a_full_cluster(kElasticMeta);
+  run_for(30);
+  ASSERT_EQ("update 7 nodes=2", last_update());
+  // Before Slurm starts it on 2, n3 and n4 are back.
+  for (const char* n : {"n3", "n4"}) slurm.node(n)->drain = false;
+  slurm.job(7)->exc_nodes = "";
+  run_for(1);
+  EXPECT_EQ("update 7 nodes=4", last_update());
 }
 
 // ---- hot spares (failover.spares)

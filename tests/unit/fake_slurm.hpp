@@ -111,7 +111,7 @@ class FakeSlurm : public SlurmClient, public SlurmNodeControl {
     SlurmJob* j = job(c.id);
     if (!j) return Error{"Invalid job id specified"};
     // As slurmctld: a job's nodes and begin time change only while it is pending.
-    if ((c.exc_nodes || c.req_nodes || c.start_time) && j->state != SlurmJobState::pending) {
+    if ((c.exc_nodes || c.req_nodes || c.start_time || c.num_nodes) && j->state != SlurmJobState::pending) {
       calls.push_back(call + " refused");
       return Error{"Job is no longer pending execution"};
     }
@@ -130,6 +130,10 @@ class FakeSlurm : public SlurmClient, public SlurmNodeControl {
     if (c.reservation) {
       call += " resv=" + *c.reservation;
       j->reservation = *c.reservation;
+    }
+    if (c.num_nodes) {
+      call += " nodes=" + std::to_string(*c.num_nodes);
+      j->num_nodes = *c.num_nodes;
     }
     if (c.hold) call += *c.hold ? " hold" : " release";
     if (c.admin_comment) {

@@ -88,13 +88,19 @@ const OptionCase kOptionCases[] = {
     {"hang_timeout_off", SafeOption::hang_timeout, "0", "0", nullptr},
     {"hang_timeout_range", SafeOption::hang_timeout, "604801", nullptr,
      "safe: --safe-hang-timeout expects seconds 0..604800, got '604801'"},
+    {"min_nodes", SafeOption::min_nodes, "2", "2", nullptr},
+    {"min_nodes_zero", SafeOption::min_nodes, "0", nullptr,
+     "safe: --safe-min-nodes expects a node count 1..100000, got '0'"},
+    {"node_multiple", SafeOption::node_multiple, "4", "4", nullptr},
+    {"node_multiple_bad", SafeOption::node_multiple, "2x", nullptr,
+     "safe: --safe-node-multiple expects a node count 1..100000, got '2x'"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Options, OptionTest, ::testing::ValuesIn(kOptionCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(SafeOptions, TableIsComplete) {
-  ASSERT_EQ(option_specs().size(), 6u);
+  ASSERT_EQ(option_specs().size(), 8u);
   EXPECT_EQ(std::string(option_spec(SafeOption::ckpt_signal).name), "safe-ckpt-signal");
   EXPECT_EQ(std::string(option_spec(SafeOption::hang_timeout).env), "SAFE_HANG_TIMEOUT");
 }

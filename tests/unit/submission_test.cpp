@@ -337,6 +337,70 @@ std::optional<JobUser> counting_lookup(uid_t uid) {
   return JobUser{"u" + std::to_string(uid), {}};
 }
 
+// --safe-min-nodes: safed resizes the job between its -N and M in steps of K, which only a batch
+// job of a fixed node count, not tied to a task count, allows.
+Submission elastic_job(const std::string& min, const std::string& multiple = "") {
+  Submission s;
+  s.spank_env = {"_SLURM_SPANK_OPTION_safe_safe_min_nodes=" + min};
+  if (!multiple.empty()) s.spank_env.push_back("_SLURM_SPANK_OPTION_safe_safe_node_multiple=" + multiple);
+  s.gpus.min_nodes = 4;
+  s.gpus.max_nodes = 4;  // sbatch -N4
+  return s;
+}
+
+TEST(Submission, AnElasticJobRecordsItsSizesAndTellsItsTasksTheFullOne) {
+  SubmissionReview r = review_submission(config(), elastic_job("2", "2"), kAlice, &kShape);
+  ASSERT_TRUE(r.accepted) << r.message;
+  EXPECT_EQ(r.settings.full_nodes, 4);
+  EXPECT_EQ(r.settings.min_nodes, 2);
+  EXPECT_EQ(r.settings.node_multiple, 2);
+  EXPECT_NE(r.changes.admin_comment->find(" elastic=4/2/2"), std::string::npos) << *r.changes.admin_comment;
+  EXPECT_EQ(r.changes.environment_entry, "SAFE_FULL_NNODES=4");
+  auto back = parse_job_metadata(*r.changes.admin_comment);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->settings.full_nodes, 4);
+  EXPECT_EQ(back->settings.min_nodes, 2);
+  EXPECT_EQ(back->settings.node_multiple, 2);
+  // Not elastic: nothing recorded, nothing set.
+  Submission plain = elastic_job("1");
+  plain.spank_env.clear();
+  r = review_submission(config(), plain, kAlice, &kShape);
+  ASSERT_TRUE(r.accepted);
+  EXPECT_EQ(r.changes.admin_comment->find("elastic="), std::string::npos);
+  EXPECT_FALSE(r.changes.environment_entry);
+}
+
+TEST(Submission, AnElasticJobMustBeResizable) {
+  auto refused = [](Submission s) {
+    SubmissionReview r = review_submission(config(), s, kAlice, &kShape);
+    EXPECT_FALSE(r.accepted);
+    return r.message;
+  };
+  EXPECT_EQ(refused(elastic_job("5")),
+            "safe: --safe-min-nodes=5 is more than the job's 4 node(s); give -N 5 or more, or a smaller "
+            "--safe-min-nodes");
+  EXPECT_EQ(refused(elastic_job("2", "3")),
+            "safe: --safe-node-multiple=3 must divide both --safe-min-nodes=2 and the job's node count (-N 4)");
+  Submission range = elastic_job("2");
+  range.gpus.max_nodes = 8;
+  EXPECT_EQ(refused(range), "safe: --safe-min-nodes needs a fixed node count; give -N 4 rather than a range");
+  Submission tasks = elastic_job("2");
+  tasks.gpus.ntasks_per_node = 1;
+  EXPECT_NE(refused(tasks).find("not tasks"), std::string::npos);
+  Submission interactive = elastic_job("2");
+  interactive.batch = false;
+  EXPECT_NE(refused(interactive).find("batch jobs (sbatch) only"), std::string::npos);
+  Submission multiple_alone = elastic_job("2", "2");
+  multiple_alone.spank_env.erase(multiple_alone.spank_env.begin());
+  EXPECT_EQ(refused(multiple_alone),
+            "safe: --safe-node-multiple only applies with --safe-min-nodes; add --safe-min-nodes=M or drop it");
+}
+
+TEST(Submission, TheFullSizeReplacesTheJobsOwnVariable) {
+  EXPECT_EQ(with_environment_entry({"A=1", "SAFE_FULL_NNODES=99", "SAFE_FULL_NNODES_X=2"}, "SAFE_FULL_NNODES=4"),
+            (std::vector<std::string>{"A=1", "SAFE_FULL_NNODES_X=2", "SAFE_FULL_NNODES=4"}));
+}
+
 TEST(JobUserCache, RemembersLookupsForTheTtl) {
   g_lookups = 0;
   JobUserCache cache(60, counting_lookup);
@@ -389,14 +453,24 @@ TEST(JobEnvironment, SetsEveryVariable) {
   s.retries = 3;
   s.ckpt_dir = "/ckpt/r";
   s.ckpt_signal = CheckpointSignal{SIGUSR1, 120};
-  auto env = safe_job_environment(s, 2, "/ckpt/r/step-100");
+  auto env = safe_job_environment(s, 2, "/ckpt/r/step-100", 2, 4);
   std::vector<std::pair<std::string, std::string>> expected = {
+      {"SAFE_NNODES", "2"},          {"SAFE_FULL_NNODES", "4"},
       {"SAFE_WORKSPACE", "ml"},      {"SAFE_ATTEMPT", "3"},
       {"SAFE_MAX_RETRIES", "3"},     {"SAFE_CKPT_DIR", "/ckpt/r"},
       {"SAFE_RESUME_FROM", "/ckpt/r/step-100"}, {"SAFE_CKPT_SIGNAL", "USR1@120"},
       {"SAFE_HEARTBEAT_FILE", "/ckpt/r/.safe-heartbeat"},
   };
   EXPECT_EQ(env, expected);
+}
+
+TEST(JobEnvironment, FullSizeIsTheNodeCountWhenNotKnownOrSmaller) {
+  JobSettings s;
+  auto env = safe_job_environment(s, 0, "", 3, 0);
+  EXPECT_EQ(env[0], (std::pair<std::string, std::string>{"SAFE_NNODES", "3"}));
+  EXPECT_EQ(env[1], (std::pair<std::string, std::string>{"SAFE_FULL_NNODES", "3"}));
+  env = safe_job_environment(s, 0, "", 0, 0);  // no SLURM_JOB_NUM_NODES: one node
+  EXPECT_EQ(env[0].second, "1");
 }
 
 TEST(JobEnvironment, NodeAppliesTheSamePolicyAsTheController) {
