@@ -76,15 +76,23 @@ NodeCapacity capacity_of(const ClusterShape* shape, const std::string& partition
 // full_nodes and min_nodes in steps of node_multiple, which only a fixed node count that is not
 // tied to a task count allows (Slurm would keep a job asking for N tasks at one per node pending
 // on fewer nodes for good).
-std::string elastic_problem(const SafeOptions& o, const GpuRequest& r, bool batch) {
+std::string elastic_problem(const SafeOptions& o, const Submission& sub) {
+  const GpuRequest& r = sub.gpus;
   if (!o.min_nodes) {
     return o.node_multiple ? "safe: --safe-node-multiple only applies with --safe-min-nodes; add --safe-min-nodes=M "
                              "or drop it"
                            : "";
   }
-  if (!batch)
+  if (!sub.batch)
     return "safe: --safe-min-nodes applies to batch jobs (sbatch) only, which SaFE restarts; submit the job "
            "with sbatch, or drop --safe-min-nodes";
+  if (sub.het) return "safe: --safe-min-nodes does not apply to a heterogeneous job; submit its components as jobs of their own";
+  if (sub.required_nodes)
+    return "safe: --safe-min-nodes cannot be combined with -w/--nodelist (SaFE could not run the job on fewer of "
+           "them); drop one";
+  if (gpus_in_tres(r.tres_per_job).value_or(0) > 0)
+    return "safe: --safe-min-nodes needs GPUs asked per node (--gpus-per-node), not per job (--gpus): a job "
+           "on fewer nodes could not hold them all";
   std::uint32_t full = std::max<std::uint32_t>(1, r.min_nodes);
   std::string m = std::to_string(*o.min_nodes), n = std::to_string(full);
   if (r.max_nodes > full)
@@ -130,7 +138,7 @@ SubmissionReview review_submission(const SafeConfig& config, const Submission& s
   }
   SafeOptions options = parsed.options;
   if (choice.workspace) options.workspace = choice.workspace->name;
-  if (std::string elastic = elastic_problem(options, sub.gpus, sub.batch); !elastic.empty()) {
+  if (std::string elastic = elastic_problem(options, sub); !elastic.empty()) {
     review.message = elastic;
     return review;
   }

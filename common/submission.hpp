@@ -22,6 +22,7 @@ struct Submission {
   GpuRequest gpus;
   bool expedited_requeue = false;  // --requeue=expedite (Slurm 25.11 and later)
   bool batch = true;               // sbatch (a script); false: salloc or srun's own allocation
+  bool required_nodes = false;     // -w/--nodelist
   // A component of a heterogeneous job: its offset, and the quota workspaces the components
   // before it were charged GPUs in. Slurm tests each component's licenses on its own and then
   // starts them all together, so two components charged to one quota could together exceed it.

@@ -91,6 +91,7 @@ safe::Submission read_submission(const job_desc_msg_t* job) {
   s.gpus.exclusive = job->shared == JOB_SHARED_NONE;
   s.gpus.core_spec = job->core_spec != NO_VAL16;
   s.batch = job->script != nullptr;
+  s.required_nodes = job->req_nodes != nullptr && job->req_nodes[0] != '\0';
 #ifdef EXPEDITED_REQUEUE  // --requeue=expedite, since 25.11
   s.expedited_requeue = (job->bitflags & EXPEDITED_REQUEUE) != 0;
 #endif

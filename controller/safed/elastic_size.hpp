@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/slurm/model.hpp"
@@ -22,15 +23,23 @@ struct ElasticSize {
   bool elastic() const { return min > 0 && full >= min; }
 };
 
-// The nodes a job could start on now: up, in service, in no reservation, not busy with another
-// job, in `partition_nodes` (empty: no bound known) and not in `excluded`.
-long long free_nodes_for(const std::vector<SlurmNode>& nodes, const std::set<std::string>& partition_nodes,
-                         const std::set<std::string>& excluded);
+// A node's kind as far as a job can tell from Slurm's node list: its GRES and CPU count. A job
+// that ran on h100 nodes cannot be placed on a100 nodes of the same partition.
+using NodeKind = std::pair<std::string, int>;
+NodeKind node_kind(const SlurmNode& n);
 
-// The node count a restart (or a waiting restart) of the job asks for: N when `usable` nodes can
-// hold it or while it may not shrink yet; after that the most it can have, rounded down to a
-// multiple of K, and never under M (then N: it waits, as a job without the option does).
-int elastic_node_count(const ElasticSize& e, long long usable, bool may_shrink);
+// The nodes a job could start on now: up, in service, in no reservation, not busy with another
+// job, in `partition_nodes` (empty: no bound known), not in `excluded`, and of one of `kinds`
+// (empty: any).
+long long free_nodes_for(const std::vector<SlurmNode>& nodes, const std::set<std::string>& partition_nodes,
+                         const std::set<std::string>& excluded, const std::set<NodeKind>& kinds);
+
+// The node count a restart (or a waiting restart) of the job asks for, with `usable` nodes free:
+// N when they can hold it. Otherwise the most they allow, a multiple of K, as long as that is not
+// under `ran_on` (the size it ran at before the failure: a shrunk job need not wait to run as it
+// did) or, once it `may_shrink` (failover.shrink_after_s has passed), under M. Else N: it waits,
+// as a job without the option does.
+int elastic_node_count(const ElasticSize& e, long long usable, bool may_shrink, int ran_on);
 
 // A job running on `running` nodes grows back once the free nodes beside its own make up N.
 bool grow_back_due(const ElasticSize& e, int running, long long free_beside);

@@ -1,10 +1,9 @@
 // Shrink and continue, grow back (controller/safed/elastic_size.hpp has the rules). An elastic
 // job's restart asks for the node count elastic_node_count gives; while it waits in the queue
-// after safed restarted it, that count follows the free nodes (shrinking once
-// failover.shrink_after_s has passed since the fault, back up when they come back); and a job
-// running short of its nodes grows back through a planned restart, a failover of the class
-// "grow_back" that costs no retry, waits out the failover backoff and takes a slot of the rate
-// limit like any other.
+// after safed restarted it, that count follows the free nodes; and a job running short of its
+// nodes grows back through a planned restart, a failover of the class "grow_back" that costs no
+// retry, takes a slot of the rate limit like any other, and is called off when the free nodes it
+// was for are gone before its requeue.
 #include <algorithm>
 
 #include "common/hostlist.hpp"
@@ -27,20 +26,6 @@ std::set<std::string> host_set(const std::string& hostlist) {
 
 }  // namespace
 
-std::set<std::string> FailoverPlanner::partition_nodes(const std::string& partitions) const {
-  std::set<std::string> out;
-  std::size_t pos = 0;
-  while (pos <= partitions.size()) {
-    std::size_t end = std::min(partitions.find(',', pos), partitions.size());
-    std::string name = partitions.substr(pos, end - pos);
-    pos = end + 1;
-    for (const SlurmPartition& p : partitions_)
-      if (p.name == name)
-        for (auto& n : expand_hostlist(p.nodes)) out.insert(std::move(n));
-  }
-  return out;
-}
-
 bool FailoverPlanner::needs_partitions() const {
   if (!config_.failover.spares.empty()) return true;
   for (const auto& [id, t] : jobs_)
@@ -48,44 +33,71 @@ bool FailoverPlanner::needs_partitions() const {
   return false;
 }
 
-std::optional<std::uint32_t> FailoverPlanner::elastic_restart_size(const FailoverRecord& f, const SlurmJob& job,
-                                                                  const JobMetadata& meta, const std::string& exclude,
+std::optional<FailoverPlanner::ElasticRoom> FailoverPlanner::elastic_room(const TrackedJob& t, const SlurmJob& job,
+                                                                          const std::string& exclude) const {
+  if (!spare_inputs_ok_ || !elastic_size_of(t.meta).elastic()) return std::nullopt;
+  // A job in a reservation of its own (not the spares') runs where that allows: safed cannot
+  // tell which of the free nodes would take it.
+  if (!job.reservation.empty() && named_spare_reservation(job.reservation).empty()) return std::nullopt;
+  ElasticRoom room;
+  std::size_t pos = 0;
+  while (pos <= job.partition.size()) {
+    std::size_t end = std::min(job.partition.find(',', pos), job.partition.size());
+    std::string name = job.partition.substr(pos, end - pos);
+    pos = end + 1;
+    for (const SlurmPartition& p : partitions_)
+      if (p.name == name)
+        for (auto& n : expand_hostlist(p.nodes)) room.partition_nodes.insert(std::move(n));
+  }
+  if (room.partition_nodes.empty()) return std::nullopt;
+  // Only nodes of the kinds it ran on count (GRES, CPUs): a partition may mix kinds.
+  for (const std::string& name : expand_hostlist(job.nodes.empty() ? t.attempt_nodes : job.nodes))
+    if (const SlurmNode* n = node(name)) room.kinds.insert(node_kind(*n));
+  room.free = free_nodes_for(nodes_, room.partition_nodes, host_set(exclude), room.kinds);
+  for (const auto& [other, promise] : grow_promises_)
+    if (other != job.id && room.partition_nodes.count(promise.first)) room.free -= promise.second;
+  room.free = std::max(0LL, room.free);
+  return room;
+}
+
+std::optional<std::uint32_t> FailoverPlanner::elastic_restart_size(const FailoverRecord& f, const TrackedJob& t,
+                                                                  const SlurmJob& job, const std::string& exclude,
                                                                   long long now) const {
-  ElasticSize e = elastic_size_of(meta);
-  // Without the partitions safed cannot tell which free nodes the job could have: it keeps its size.
-  if (!e.elastic() || !spare_inputs_ok_) return std::nullopt;
-  std::set<std::string> part = partition_nodes(job.partition);
-  if (part.empty()) return std::nullopt;
-  long long usable = free_nodes_for(nodes_, part, host_set(exclude));
-  return static_cast<std::uint32_t>(
-      elastic_node_count(e, usable, now - f.fault_time >= config_.failover.shrink_after_s));
+  auto room = elastic_room(t, job, exclude);
+  if (!room) return std::nullopt;
+  // A grow back's own wait for the nodes counts from its requeue, not from when it began.
+  long long since = f.failure_class == kGrowBackClass ? std::max(f.fault_time, f.requeue_time) : f.fault_time;
+  int ran_on = static_cast<int>(expand_hostlist(t.attempt_nodes).size());
+  return static_cast<std::uint32_t>(elastic_node_count(elastic_size_of(t.meta), room->free,
+                                                       now - since >= config_.failover.shrink_after_s, ran_on));
 }
 
 void FailoverPlanner::resize_waiting_jobs(const std::vector<SlurmJob>& jobs, long long now) {
   if (!spare_inputs_ok_) return;
   for (const SlurmJob& job : jobs) {
     auto it = jobs_.find(job.id);
-    if (it == jobs_.end()) continue;
+    if (it == jobs_.end() || it->second.meta.settings.min_nodes <= 0) continue;
     TrackedJob& t = it->second;
-    // Only a job safed restarted, waiting for its next run, out of the spares and not held.
-    if (!t.restart_change || t.meta.settings.min_nodes <= 0 || !waiting_to_start(job) ||
-        job.restart_count != t.requeued_attempt + 1 || !named_spare_reservation(job.reservation).empty() ||
+    // Only a job safed restarted (its last failover done, the next run not started yet), waiting
+    // in the queue out of the spares and not held. From the store: a restart of safed loses nothing.
+    if (!waiting_to_start(job) || job.restart_count < 1 || !named_spare_reservation(job.reservation).empty() ||
         t.record.state == SafeJobState::held || job.reason == "JobHeldUser" || job.reason == "JobHeldAdmin")
       continue;
-    auto f = store_.failover(t.record.key(), t.requeued_attempt);
-    if (!f) continue;
-    auto want = elastic_restart_size(*f, job, t.meta, job.exc_nodes, now);
+    auto f = store_.failover(t.record.key(), job.restart_count - 1);
+    if (!f || f->phase != FailoverPhase::done || f->running_again_time) continue;
+    auto want = elastic_restart_size(*f, t, job, job.exc_nodes, now);
     // What safed last asked for: a pending job's NumNodes in Slurm's report can be the
     // scheduler's estimate from its last run, not its request.
-    std::uint32_t asked = t.restart_change->num_nodes.value_or(job.num_nodes);
+    auto asked_it = asked_nodes_.find(job.id);
+    std::uint32_t asked = asked_it != asked_nodes_.end() ? asked_it->second : job.num_nodes;
     if (!want || *want == asked) continue;
     JobChange change;
     change.id = job.id;
     change.num_nodes = *want;
+    int full = t.meta.settings.full_nodes;
     const char* what = *want < asked ? "shrink" : "grow";
     checkpoint_store();
     Status resized = slurm_.update_job(change);
-    int full = t.meta.settings.full_nodes;
     log_action(now, t.record.key(), "", what,
                "NumNodes=" + std::to_string(*want) + " of " + std::to_string(full) + " (" +
                    std::to_string(now - f->fault_time) + " s after the fault" +
@@ -94,37 +106,50 @@ void FailoverPlanner::resize_waiting_jobs(const std::vector<SlurmJob>& jobs, lon
                                                               : "") +
                    ")" + (resized ? "" : ": " + resized.error()),
                resized.ok());
-    if (resized) t.restart_change->num_nodes = *want;
+    if (!resized) continue;
+    if (*want < asked && asked == static_cast<std::uint32_t>(full)) ++counters_.elastic_shrinks;
+    asked_nodes_[job.id] = *want;
+    if (t.restart_change) t.restart_change->num_nodes = *want;
   }
 }
 
-void FailoverPlanner::check_grow_back(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now) {
-  ElasticSize e = elastic_size_of(meta);
-  if (!e.elastic() || !spare_inputs_ok_ || job.completing || static_cast<int>(job.num_nodes) >= e.full) return;
-  std::set<std::string> part = partition_nodes(job.partition);
-  if (part.empty()) return;
+// Nodes free for the job to grow back onto (a promise for it in this pass keeps other jobs from
+// counting them too); nullopt when it cannot grow back now.
+std::optional<long long> FailoverPlanner::grow_back_room(const TrackedJob& t, const SlurmJob& job) {
+  ElasticSize e = elastic_size_of(t.meta);
+  if (job.state != SlurmJobState::running || job.completing || static_cast<int>(job.num_nodes) >= e.full)
+    return std::nullopt;
   // Beside its own nodes (busy with it) and those its owner excluded; the nodes that failed it
   // earlier count once they are back in service (repaired).
-  long long free_beside = free_nodes_for(nodes_, part, host_set(t.record.user_exclude));
-  if (!grow_back_due(e, static_cast<int>(job.num_nodes), free_beside)) return;
+  auto room = elastic_room(t, job, t.record.user_exclude);
+  if (!room || !grow_back_due(e, static_cast<int>(job.num_nodes), room->free)) return std::nullopt;
+  grow_promises_[job.id] = {job.partition, e.full - static_cast<long long>(job.num_nodes)};
+  return room->free;
+}
+
+void FailoverPlanner::check_grow_back(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now) {
+  if (!elastic_size_of(meta).elastic() || t.classified_attempt >= job.restart_count) return;
   const JobKey key = t.record.key();
-  // The backoff of a failover keeps a job whose nodes come and go from restarting over and over:
-  // the grow back waits it out before it begins (the free nodes may be gone by then).
+  // The failover backoff, doubled for each grow back of the job and never shorter than
+  // shrink_after_s: a job whose nodes come and go (or that Slurm cannot place at its full size
+  // where safed saw room) does not restart over and over. Counted from its last requeue.
   long long last_requeue = 0;
-  for (const auto& prev : store_.failovers(key))
+  int grow_backs = 0;
+  for (const auto& prev : store_.failovers(key)) {
     if (prev.phase == FailoverPhase::done) last_requeue = std::max(last_requeue, prev.requeue_time);
+    if (prev.failure_class == kGrowBackClass && prev.phase == FailoverPhase::done) ++grow_backs;
+  }
   last_requeue = std::min(last_requeue, now);
   const auto& fc = config_.failover;
-  long long not_before =
-      last_requeue + failover_backoff_s(t.record.retries_used, fc.backoff_initial_s, fc.backoff_max_s);
-  if (now < not_before) {
-    defer(job.id, Deferral::backoff,
-          "grows back in " + std::to_string(not_before - now) + " s (backoff after its last restart)");
-    return;
-  }
+  long long wait = std::max<long long>(fc.shrink_after_s,
+                                       failover_backoff_s(grow_backs + 1, std::max(1, fc.backoff_initial_s),
+                                                          std::max(1, fc.backoff_max_s)));
+  if (now < last_requeue + wait) return;
+  auto free = grow_back_room(t, job);
+  if (!free) return;
   int attempt = job.restart_count;
-  std::string evidence = std::to_string(free_beside) + " node(s) free beside its " + std::to_string(job.num_nodes) +
-                         "; growing back to " + std::to_string(e.full);
+  std::string evidence = std::to_string(*free) + " node(s) free beside its " + std::to_string(job.num_nodes) +
+                         "; growing back to " + std::to_string(meta.settings.full_nodes);
   t.classified_attempt = attempt;
   store_.put_attempt({job.id, key.submitted, attempt, job.nodes, t.attempt_start ? t.attempt_start : job.start_time, 0,
                       std::string(kGrowBackClass), std::string(kGrowBackClass), "elastic", evidence});
@@ -146,6 +171,26 @@ void FailoverPlanner::check_grow_back(TrackedJob& t, const SlurmJob& job, const 
   auto& open = open_[{key, attempt}] = f;
   advance(open, t, job, meta, now);
   if (open.phase == FailoverPhase::done || open.phase == FailoverPhase::refused) open_.erase({key, attempt});
+}
+
+bool FailoverPlanner::grow_back_called_off(FailoverRecord& f, TrackedJob& t, const SlurmJob& job) {
+  // Only while the run it would end still runs as it was: one Slurm requeued meanwhile (a node
+  // died) is a failure, taken up as any.
+  if (f.failure_class != kGrowBackClass || job.state != SlurmJobState::running || job.completing ||
+      job.restart_count != f.attempt || grow_back_room(t, job))
+    return false;
+  // The nodes it was for are gone (or the job stopped running): it runs on as it was. The
+  // attempt is open again for what may befall it.
+  f.phase = FailoverPhase::refused;
+  store_.put_failover(f);
+  store_.put_attempt({job.id, f.submitted, f.attempt, job.nodes, t.attempt_start ? t.attempt_start : job.start_time, 0,
+                      "", "", "", ""});
+  t.classified_attempt = f.attempt - 1;
+  t.record.state = safe_job_state(job.state);
+  last_deferral_.erase(job.id);
+  log("safed: job " + std::to_string(job.id) + ": grow back called off (the free nodes are gone); it runs on " +
+      std::to_string(job.num_nodes) + " node(s)");
+  return true;
 }
 
 }  // namespace safe

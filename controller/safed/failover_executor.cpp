@@ -70,6 +70,9 @@ void FailoverPlanner::advance(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
   std::string id = std::to_string(job.id);
   // Each pass of the loop moves the failover one phase on; it stops at the first step that waits.
   for (int phases = 0; phases < 6; ++phases) {
+    bool before_requeue = f.phase == FailoverPhase::waiting || f.phase == FailoverPhase::signalled ||
+                          f.phase == FailoverPhase::requeueing;
+    if (before_requeue && grow_back_called_off(f, t, job)) return;
     switch (f.phase) {
       case FailoverPhase::waiting: {
         FailoverStep s = decide_waiting(f, job, meta.settings.ckpt_signal.signo, now);
@@ -254,11 +257,13 @@ void FailoverPlanner::restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
     // Started on spares before and requeued since: back in the queue as any job.
     if (!change.reservation && !named_spare_reservation(job.reservation).empty()) change.reservation = "";
     // Restarted through the queue (its backoff, no spare for it): its held nodes go back too.
-    if (!change.reservation || change.reservation->empty()) {
-      spare_claims_.erase(job.id);
-      change.num_nodes = elastic_restart_size(f, job, meta, place.exclude, now);
-    }
+    if (!change.reservation || change.reservation->empty()) spare_claims_.erase(job.id);
   }
+  // An elastic job's size goes in an update of its own: one Slurm refused must not hold up the
+  // rest of the restart (it is asked again while the job waits, resize_waiting_jobs).
+  std::optional<std::uint32_t> size;
+  if (!s.running_again && (!change.reservation || change.reservation->empty()))
+    size = elastic_restart_size(f, t, job, place.exclude, now);
   change.admin_comment = merge_admin_comment(job.admin_comment, format_job_metadata(m));
   checkpoint_store();
   Status updated = slurm_.update_job(change);
@@ -271,13 +276,29 @@ void FailoverPlanner::restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
                                     ? ""
                                     : " (" + join_hostlist(place.bad_not_excluded) +
                                           " not excluded: the rest of the cluster cannot hold the job)") +
-                               (change.reservation ? " Reservation=" + *change.reservation : "") +
-                               (change.num_nodes ? " NumNodes=" + std::to_string(*change.num_nodes) : "");
+                               (change.reservation ? " Reservation=" + *change.reservation : "");
   log_action(now, t.record.key(), "", "restart",
              what + " retries=" + std::to_string(m.retries_used) + "/" + std::to_string(meta.settings.retries) +
                  (updated ? "" : ": " + updated.error()),
              updated.ok());
   if (!updated) return;  // tried again next pass
+  if (size) {
+    JobChange resize;
+    resize.id = job.id;
+    resize.num_nodes = *size;
+    Status resized = slurm_.update_job(resize);
+    log_action(now, t.record.key(), "", "size",
+               "NumNodes=" + std::to_string(*size) + " of " + std::to_string(meta.settings.full_nodes) +
+                   (resized ? "" : ": " + resized.error() + " (asked again while it waits)"),
+               resized.ok());
+    if (resized) {
+      asked_nodes_[job.id] = *size;
+      change.num_nodes = *size;  // replayed with the rest if slurmctld loses the update
+      if (static_cast<int>(*size) < meta.settings.full_nodes) ++counters_.elastic_shrinks;
+    } else {
+      asked_nodes_[job.id] = 0;  // unknown: the next pass asks again
+    }
+  }
   f.phase = FailoverPhase::done;
   store_.put_failover(f);
   // A run Slurm started before this pass was already seen by note_run (with the failover open):

@@ -37,7 +37,7 @@ FailoverPlanner::FailoverPlanner(SafeConfig config, SlurmActions& slurm, StateSt
     if (f.phase != FailoverPhase::done && f.phase != FailoverPhase::refused) open_[{f.key(), f.attempt}] = f;
     if (f.phase == FailoverPhase::done) {
       ++counters_.failovers_by_class[f.failure_class];
-      if (f.running_again_time) {
+      if (f.running_again_time && f.failure_class != kGrowBackClass) {
         double lost = static_cast<double>(f.running_again_time - f.fault_time);
         counters_.mttr_samples.push_back(lost);
         counters_.time_lost_by_workspace[f.workspace] += lost;
@@ -96,6 +96,7 @@ void FailoverPlanner::reconcile(const std::vector<SlurmJob>& jobs, const std::ve
   try {
     observe_nodes(nodes, now);
     ++pass_;
+    grow_promises_.clear();
     for (const SlurmJob& job : jobs) {
       // Cheap filter first: most jobs of a large cluster are not SaFE's.
       if (job.admin_comment.find(kMetadataPrefix) == std::string::npos) continue;
@@ -272,6 +273,13 @@ void FailoverPlanner::note_run(TrackedJob& t, const SlurmJob& job, long long now
 void FailoverPlanner::note_running_again(FailoverRecord& f, const SlurmJob& job, long long now) {
   f.running_again_time = now;
   store_.put_failover(f);
+  asked_nodes_.erase(job.id);
+  // A grow back is planned: its time is in the job's run times (ETTR), not in the MTTR of faults.
+  if (f.failure_class == kGrowBackClass) {
+    log("safed: job " + std::to_string(job.id) + " runs again on " + job.nodes + " (" + std::to_string(job.num_nodes) +
+        " nodes), " + std::to_string(now - f.fault_time) + " s after its grow back began");
+    return;
+  }
   double lost = static_cast<double>(now - f.fault_time);
   counters_.mttr_samples.push_back(lost);
   counters_.time_lost_by_workspace[f.workspace] += lost;

@@ -31,6 +31,7 @@
 #include "controller/safed/failover_decisions.hpp"
 #include "controller/safed/job_files.hpp"
 #include "controller/safed/slurmd_liveness.hpp"
+#include "controller/safed/elastic_size.hpp"
 #include "controller/safed/spare_pool.hpp"
 #include "common/slurm/client.hpp"
 #include "controller/safed/state_store.hpp"
@@ -88,6 +89,7 @@ struct PlannerCounters {
   long long quarantines = 0;
   std::map<std::string, long long> spare_placements;     // by partition: failing-over jobs started on spares
   std::map<std::string, double> spare_idle_gpu_seconds;  // by partition: GPU time free spares sat idle
+  long long elastic_shrinks = 0;  // elastic jobs' restarts asked for fewer nodes than they were submitted for
 };
 
 // A failing-over job safed started on spares: the nodes held for it in the pool's reservation
@@ -239,17 +241,26 @@ class FailoverPlanner {
   const SparePoolConfig* spare_pool_of(const TrackedJob& t) const;
   SparePoolView spare_pool_view(const SparePoolConfig& pool) const;
   Status put_spare_reservation(const SparePoolConfig& pool, const SparePoolPlan& plan, long long now);
-  // Shrink and grow back (failover_elastic.cpp). The node count an elastic job's restart asks for
-  // (`exclude`: its ExcNodeList after the restart); nullopt for other jobs, or when the partitions
-  // are not known in this pass.
-  std::optional<std::uint32_t> elastic_restart_size(const FailoverRecord& f, const SlurmJob& job,
-                                                    const JobMetadata& meta, const std::string& exclude,
-                                                    long long now) const;
+  // Shrink and grow back (failover_elastic.cpp). What an elastic job could have now: the nodes of
+  // its partitions, the kinds it ran on, and how many of them are free (out of `exclude`, less
+  // those promised to other jobs' grow backs in this pass); nullopt when safed cannot tell.
+  struct ElasticRoom {
+    std::set<std::string> partition_nodes;
+    std::set<NodeKind> kinds;
+    long long free = 0;
+  };
+  std::optional<ElasticRoom> elastic_room(const TrackedJob& t, const SlurmJob& job, const std::string& exclude) const;
+  // The node count an elastic job's restart asks for (`exclude`: its ExcNodeList after the
+  // restart); nullopt for other jobs, or when safed cannot tell.
+  std::optional<std::uint32_t> elastic_restart_size(const FailoverRecord& f, const TrackedJob& t, const SlurmJob& job,
+                                                    const std::string& exclude, long long now) const;
   // Elastic jobs safed restarted, waiting in the queue: their node count follows the free nodes.
   void resize_waiting_jobs(const std::vector<SlurmJob>& jobs, long long now);
   // A running elastic job short of nodes: a planned restart at full size once they are free.
   void check_grow_back(TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
-  std::set<std::string> partition_nodes(const std::string& partitions) const;  // "" when not known
+  std::optional<long long> grow_back_room(const TrackedJob& t, const SlurmJob& job);
+  // A grow back not requeued yet whose free nodes are gone: ended (true), the job runs on.
+  bool grow_back_called_off(FailoverRecord& f, TrackedJob& t, const SlurmJob& job);
   // The job was cancelled, or ended after the requeue: the failover stops there.
   void end_failover(FailoverRecord& f, TrackedJob& t, const SlurmJob& job, const JobMetadata& meta, long long now);
   std::vector<RunNode> run_nodes(const TrackedJob& t, const SlurmJob& job) const;
@@ -312,6 +323,10 @@ class FailoverPlanner {
   std::map<std::uint32_t, SpareClaim> spare_claims_;
   std::map<std::string, SparePoolPlan> spare_plans_;
   std::map<std::string, std::string> spare_errors_;  // by partition: the last error logged
+  // Elastic jobs: the node count safed last asked for, by job (Slurm's report of a pending job's
+  // count can be an estimate); the nodes promised to grow backs in this pass (partition, count).
+  std::map<std::uint32_t, std::uint32_t> asked_nodes_;
+  std::map<std::uint32_t, std::pair<std::string, long long>> grow_promises_;
   long long spare_pass_time_ = 0;
   std::function<std::string(std::uint32_t)> user_names_ = [](std::uint32_t uid) { return std::to_string(uid); };
   std::function<long long()> wall_ns_ = [] {

@@ -109,6 +109,9 @@ std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& hea
     auto it = c.failovers_by_class.find(name);
     m << "safe_failovers_total{class=\"" << name << "\"} " << (it == c.failovers_by_class.end() ? 0 : it->second) << "\n";
   }
+  m << "# HELP safe_elastic_shrinks_total Elastic jobs (--safe-min-nodes) restarted, or waiting to start, on fewer "
+       "nodes than they were submitted for.\n# TYPE safe_elastic_shrinks_total counter\nsafe_elastic_shrinks_total "
+    << c.elastic_shrinks << "\n";
   m << "# HELP safe_failovers_deferred_total Failovers delayed by the storm guards.\n"
        "# TYPE safe_failovers_deferred_total counter\n"
     << "safe_failovers_deferred_total{reason=\"rate_limit\"} " << c.deferred_rate_limit << "\n"

@@ -95,10 +95,10 @@ class PlannerTest : public ::testing::Test {
     ASSERT_EQ(1, slurm.count("requeue 7"));
     for (const char* n : {"n1", "n2", "n3", "n4"}) slurm.node(n)->busy = false;
     while (slurm.count("update 7") == 0 && now < 1100) run_for(1);
-    std::string restart = last_update();
+    std::string restart = last_update_with("comment=");
     EXPECT_NE(std::string::npos, restart.find("update 7 exc=n3,n4")) << restart;
     if (meta.find("elastic=") != std::string::npos) {
-      EXPECT_NE(std::string::npos, restart.find(" nodes=4")) << "before shrink_after_s it waits for all 4: " << restart;
+      EXPECT_EQ("update 7 nodes=4", last_update()) << "before shrink_after_s it waits for all 4";
     }
   }
   // n2's GPU fails and job 7 ends: n1 and n2 are free again (n2 drained), n3 still busy.
@@ -182,6 +182,12 @@ class PlannerTest : public ::testing::Test {
     int n = 0;
     for (const auto& c : slurm.calls) n += c.find(part) != std::string::npos ? 1 : 0;
     return n;
+  }
+  // The last update call that has `part` in it.
+  std::string last_update_with(const std::string& part) {
+    for (auto it = slurm.calls.rbegin(); it != slurm.calls.rend(); ++it)
+      if (it->rfind("update", 0) == 0 && it->find(part) != std::string::npos) return *it;
+    return "";
   }
   std::string last_update() {
     for (auto it = slurm.calls.rbegin(); it != slurm.calls.rend(); ++it)
@@ -1434,11 +1440,65 @@ TEST_F(PlannerTest, AnElasticJobShortOfNodesRunsOnFewerThenGrowsBackWhenTheyRetu
   ASSERT_EQ(2, slurm.count("requeue 7"));
   slurm.node("n1")->busy = slurm.node("n2")->busy = false;
   run_for(3);
-  std::string grow = last_update();
-  EXPECT_NE(std::string::npos, grow.find("nodes=4")) << grow;
+  EXPECT_EQ("update 7 nodes=4", last_update());
+  std::string grow = last_update_with("comment=");
   EXPECT_EQ(std::string::npos, grow.find("exc=n3,n4")) << "the repaired nodes are the job's again: " << grow;
   EXPECT_NE(std::string::npos, grow.find("retries=1/3")) << "a grow back costs no retry: " << grow;
   EXPECT_EQ(1, planner->counters().failovers_by_class.at("grow_back"));
+  std::size_t mttr_samples = planner->counters().mttr_samples.size();
+  start_again(7, "n[1-4]");
+  slurm.job(7)->num_nodes = 4;
+  run_for(1);
+  EXPECT_EQ(mttr_samples, planner->counters().mttr_samples.size()) << "a planned restart is no fault's recovery";
+}
+
+// Job 7 runs shrunk on n1 and n2 (two_of_four_nodes_fail_on_a_full_cluster, then the shrink).
+TEST_F(PlannerTest, AGrowBackIsCalledOffWhenItsFreeNodesAreTakenBeforeTheRequeue) {
+  two_of_four_nodes_fail_on_a_full_cluster(kElasticMeta);
+  run_for(30);
+  ASSERT_EQ("update 7 nodes=2", last_update());
+  start_again(7, "n[1-2]");
+  slurm.job(7)->num_nodes = 2;
+  slurm.node("n1")->busy = slurm.node("n2")->busy = true;
+  run_for(1);
+  for (const char* n : {"n3", "n4"}) slurm.node(n)->drain = false;
+  run_for(1);
+  ASSERT_EQ(2, slurm.count("signal 7 " + std::to_string(SIGUSR1))) << "the grow back began";
+  slurm.node("n3")->busy = true;  // another job took n3 during the grace
+  files.checkpoints["/ck/1"] = now + 1;
+  run_for(3);
+  EXPECT_EQ(1, slurm.count("requeue 7")) << "no requeue into a size it cannot get";
+  // The run goes on, and is watched as before: a fault on it now is a failover that costs a retry.
+  drain("n1", "SaFE: gpu0 uncorrectable ECC=2");
+  run_for(2);
+  files.checkpoints["/ck/1"] = now;
+  run_for(3);
+  EXPECT_EQ(2, slurm.count("requeue 7"));
+  EXPECT_NE(std::string::npos, last_update_with("comment=").find("retries=2/3")) << last_update_with("comment=");
+}
+
+TEST_F(PlannerTest, AShrunkJobThatFailsAgainRestartsAtItsShrunkSizeAtOnce) {
+  two_of_four_nodes_fail_on_a_full_cluster(kElasticMeta);
+  run_for(30);
+  ASSERT_EQ("update 7 nodes=2", last_update());
+  start_again(7, "n[1-2]");
+  slurm.job(7)->num_nodes = 2;
+  slurm.node("n1")->busy = slurm.node("n2")->busy = true;
+  run_for(1);
+  end_job(7, SlurmJobState::failed, 75);  // an infrastructure exit: n1 and n2 are healthy
+  slurm.node("n1")->busy = slurm.node("n2")->busy = false;
+  long long failed = now;
+  while (slurm.count("requeue 7") < 2 && now < failed + 30) run_for(1);
+  while (last_update() != "update 7 nodes=2" && now < failed + 30) run_for(1);
+  EXPECT_EQ("update 7 nodes=2", last_update());
+  EXPECT_LT(now - failed, 30) << "it did not wait shrink_after_s at full size for nodes it cannot have";
+}
+
+TEST_F(PlannerTest, AWaitingElasticJobIsResizedAfterARestartOfSafed) {
+  two_of_four_nodes_fail_on_a_full_cluster(kElasticMeta);
+  make_planner();  // safed restarts while the job waits for its 4 nodes
+  run_for(30);
+  EXPECT_EQ("update 7 nodes=2", last_update());
 }
 
 TEST_F(PlannerTest, AJobWithoutMinNodesWaitsForAllItsNodes) {

@@ -390,6 +390,15 @@ TEST(Submission, AnElasticJobMustBeResizable) {
   Submission interactive = elastic_job("2");
   interactive.batch = false;
   EXPECT_NE(refused(interactive).find("batch jobs (sbatch) only"), std::string::npos);
+  Submission required = elastic_job("2");
+  required.required_nodes = true;
+  EXPECT_NE(refused(required).find("-w/--nodelist"), std::string::npos);
+  Submission per_job_gpus = elastic_job("2");
+  per_job_gpus.gpus.tres_per_job = "gres/gpu:32";
+  EXPECT_NE(refused(per_job_gpus).find("--gpus-per-node"), std::string::npos);
+  Submission het = elastic_job("2");
+  het.het = Submission::HetComponent{0, {}};
+  EXPECT_NE(refused(het).find("heterogeneous"), std::string::npos);
   Submission multiple_alone = elastic_job("2", "2");
   multiple_alone.spank_env.erase(multiple_alone.spank_env.begin());
   EXPECT_EQ(refused(multiple_alone),

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # short_test.sh: the goodput benchmark's --short run as a test. It checks what must hold whatever
-# the figures: the run ends in time with both clusters stopped, the JSON has every key, the faults
-# were injected into running jobs on both clusters and each one stopped the job it hit, and SaFE's
-# own counters agree with Slurm's. It never checks that SaFE beats plain Slurm by some figure.
+# the figures: the run ends in time with its three clusters stopped, the JSON has every key, the
+# faults were injected into running jobs on every cluster and each one stopped the job it hit, and
+# SaFE's own counters agree with Slurm's. It never checks that SaFE beats plain Slurm by some figure.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 # shellcheck source-path=SCRIPTDIR source=../../lib/cluster_test.sh
@@ -16,10 +16,10 @@ t0=$(date +%s)
 elapsed=$(($(date +%s) - t0))
 ((elapsed < 300)) || fail "--short took $elapsed s (it must finish in under 5 minutes)"
 
-# Both clusters stopped and removed.
-read -r safe_dir plain_dir < <(sed -n 's/^clusters: SaFE at \([^,]*\), plain at \([^ ]*\) .*/\1 \2/p' "$log")
-[[ -n $safe_dir && -n $plain_dir ]] || fail "the run did not say where its clusters were"
-for d in "$safe_dir" "$plain_dir"; do
+# Every cluster stopped and removed.
+read -r safe_dir plain_dir elastic_dir < <(sed -n 's/^clusters: SaFE at \([^,]*\), plain at \([^,]*\), elastic at \([^ ]*\) .*/\1 \2 \3/p' "$log")
+[[ -n $safe_dir && -n $plain_dir && -n $elastic_dir ]] || fail "the run did not say where its clusters were"
+for d in "$safe_dir" "$plain_dir" "$elastic_dir"; do
     [[ ! -e $d ]] || fail "cluster directory $d is left behind"
     [[ -z $(survivors_of "$d") ]] || fail "processes of the cluster at $d survived the run: $(survivors_of "$d")"
 done
@@ -27,7 +27,7 @@ done
 q() { jq -r "$1" "$json"; }
 jq -e . "$json" >/dev/null || fail "not valid JSON: $(cat "$json")"
 kinds=(gpu_lost gpu_ecc user_crash hang node_death)
-for side in safe plain ratio; do
+for side in safe plain elastic ratio ratio_elastic ratio_elastic_safe; do
     for key in ettr mttr_s steps_lost jobs_completed user_errors_retried retries_wasted nodes_drained; do
         [[ $(q ".$side | has(\"$key\")") == true ]] || fail "$side lacks $key"
     done
@@ -36,7 +36,7 @@ for side in safe plain ratio; do
     done
 done
 
-for side in safe plain; do
+for side in safe plain elastic; do
     # The first fault comes when every trainer job has been running for a while: it must land.
     assert_eq injected "$(q ".$side.fault_log[0].status")" "status of the first fault on $side"
     injected=$(q "[.$side.fault_log[] | select(.status == \"injected\")] | length")
@@ -63,16 +63,19 @@ for side in safe plain; do
     done
 done
 
-# SaFE's counters: every requeue is one of safed's failovers; the jobs with a bug are classified
-# user errors and not retried; a GPU fault on SaFE's side drains the node. (How many infrastructure
-# failures safed took for user errors is a figure of the run, not checked here.)
-requeues=$(($(q .safe.requeues) + $(q .safe.retries_wasted)))
-assert_eq "$requeues" "$(q .safe.controller.failovers_total)" "safed's failovers vs Slurm's restarts of SaFE jobs"
-assert_eq 0 "$(q .safe.user_errors_retried)" "user-error jobs SaFE retried"
-user_errors=$(q .safe.controller.user_error_failures_total)
-uerr_jobs=$(q .safe.user_error_jobs)
-((user_errors >= uerr_jobs)) || fail "safed classified $user_errors failures as user errors, fewer than the $uerr_jobs jobs with a bug"
-if (($(q '[.safe.fault_log[] | select(.status == "injected" and (.kind | startswith("gpu_")))] | length') > 0)); then
-    (($(q .safe.nodes_drained) >= 1)) || fail "GPU faults were injected on SaFE's side but no node was drained"
-fi
-echo "PASS: bench goodput --short ($elapsed s; ETTR SaFE $(q .safe.ettr), plain $(q .plain.ettr))"
+# SaFE's counters, on both of its clusters: every requeue is one of safed's failovers (a grow back
+# included); the jobs with a bug are classified user errors and not retried; a GPU fault drains the
+# node. (How many infrastructure failures safed took for user errors is a figure of the run, not
+# checked here.)
+for side in safe elastic; do
+    requeues=$(($(q ".$side.requeues") + $(q ".$side.retries_wasted")))
+    assert_eq "$requeues" "$(q ".$side.controller.failovers_total")" "safed's failovers vs Slurm's restarts of SaFE jobs ($side)"
+    assert_eq 0 "$(q ".$side.user_errors_retried")" "user-error jobs SaFE retried ($side)"
+    user_errors=$(q ".$side.controller.user_error_failures_total")
+    uerr_jobs=$(q ".$side.user_error_jobs")
+    ((user_errors >= uerr_jobs)) || fail "safed ($side) classified $user_errors failures as user errors, fewer than the $uerr_jobs jobs with a bug"
+    if (($(q "[.$side.fault_log[] | select(.status == \"injected\" and (.kind | startswith(\"gpu_\")))] | length") > 0)); then
+        (($(q ".$side.nodes_drained") >= 1)) || fail "GPU faults were injected on $side's side but no node was drained"
+    fi
+done
+echo "PASS: bench goodput --short ($elapsed s; ETTR SaFE $(q .safe.ettr), elastic $(q .elastic.ettr), plain $(q .plain.ettr))"

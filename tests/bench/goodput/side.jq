@@ -19,6 +19,7 @@
   nodes_drained: $drained,
   requeues: $restarts,
   secondary_hits: ($secondary | length),
+  other_jobs_completed: $fillers,
   productive_s: ($prod / 1000),
   wall_s: ($wall / 1000),
   jobs: $jobs,
