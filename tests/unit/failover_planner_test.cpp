@@ -17,6 +17,9 @@ using testing::FakeFiles;
 using testing::FakeSlurm;
 
 constexpr const char* kMeta = "safe: ws=ml retries=0/3 health=standard sig=USR1@30 hang=0 gpus=2 ckpt=/ck/1";
+// An elastic job: -N 4 --safe-min-nodes=2.
+constexpr const char* kElasticMeta =
+    "safe: ws=ml retries=0/3 health=standard sig=USR1@30 hang=0 gpus=0 elastic=4/2/1 ckpt=/ck/1";
 
 // The records of these stories carry no sub= (as before SaFE wrote it): their key is the id alone.
 JobKey key(std::uint32_t id) { return {id, 0}; }
@@ -100,6 +103,16 @@ class PlannerTest : public ::testing::Test {
     if (meta.find("elastic=") != std::string::npos) {
       EXPECT_EQ("update 7 nodes=4", last_update()) << "before shrink_after_s it waits for all 4";
     }
+  }
+  // Then, after failover.shrink_after_s, it runs shrunk on n1 and n2.
+  void runs_shrunk_on_n1_n2() {
+    two_of_four_nodes_fail_on_a_full_cluster(kElasticMeta);
+    run_for(30);
+    ASSERT_EQ("update 7 nodes=2", last_update());
+    start_again(7, "n[1-2]");
+    slurm.job(7)->num_nodes = 2;
+    slurm.node("n1")->busy = slurm.node("n2")->busy = true;
+    run_for(1);
   }
   // n2's GPU fails and job 7 ends: n1 and n2 are free again (n2 drained), n3 still busy.
   void gpu_fault_ends_job_7_on_n2() {
@@ -1410,9 +1423,6 @@ TEST(StateStore, KeepsFailoversFaultsAndQuarantines) {
 
 // ---- shrink and grow back (--safe-min-nodes)
 
-constexpr const char* kElasticMeta =
-    "safe: ws=ml retries=0/3 health=standard sig=USR1@30 hang=0 gpus=0 elastic=4/2/1 ckpt=/ck/1";
-
 TEST_F(PlannerTest, AnElasticJobShortOfNodesRunsOnFewerThenGrowsBackWhenTheyReturn) {
   two_of_four_nodes_fail_on_a_full_cluster(kElasticMeta);
   long long fault = now - 5;
@@ -1452,15 +1462,8 @@ TEST_F(PlannerTest, AnElasticJobShortOfNodesRunsOnFewerThenGrowsBackWhenTheyRetu
   EXPECT_EQ(mttr_samples, planner->counters().mttr_samples.size()) << "a planned restart is no fault's recovery";
 }
 
-// Job 7 runs shrunk on n1 and n2 (two_of_four_nodes_fail_on_a_full_cluster, then the shrink).
 TEST_F(PlannerTest, AGrowBackIsCalledOffWhenItsFreeNodesAreTakenBeforeTheRequeue) {
-  two_of_four_nodes_fail_on_a_full_cluster(kElasticMeta);
-  run_for(30);
-  ASSERT_EQ("update 7 nodes=2", last_update());
-  start_again(7, "n[1-2]");
-  slurm.job(7)->num_nodes = 2;
-  slurm.node("n1")->busy = slurm.node("n2")->busy = true;
-  run_for(1);
+  runs_shrunk_on_n1_n2();
   for (const char* n : {"n3", "n4"}) slurm.node(n)->drain = false;
   run_for(1);
   ASSERT_EQ(2, slurm.count("signal 7 " + std::to_string(SIGUSR1))) << "the grow back began";
@@ -1478,13 +1481,7 @@ TEST_F(PlannerTest, AGrowBackIsCalledOffWhenItsFreeNodesAreTakenBeforeTheRequeue
 }
 
 TEST_F(PlannerTest, AShrunkJobThatFailsAgainRestartsAtItsShrunkSizeAtOnce) {
-  two_of_four_nodes_fail_on_a_full_cluster(kElasticMeta);
-  run_for(30);
-  ASSERT_EQ("update 7 nodes=2", last_update());
-  start_again(7, "n[1-2]");
-  slurm.job(7)->num_nodes = 2;
-  slurm.node("n1")->busy = slurm.node("n2")->busy = true;
-  run_for(1);
+  runs_shrunk_on_n1_n2();
   end_job(7, SlurmJobState::failed, 75);  // an infrastructure exit: n1 and n2 are healthy
   slurm.node("n1")->busy = slurm.node("n2")->busy = false;
   long long failed = now;
