@@ -1485,9 +1485,9 @@ TEST_F(PlannerTest, AShrunkJobThatFailsAgainRestartsAtItsShrunkSizeAtOnce) {
   end_job(7, SlurmJobState::failed, 75);  // an infrastructure exit: n1 and n2 are healthy
   slurm.node("n1")->busy = slurm.node("n2")->busy = false;
   long long failed = now;
-  while (slurm.count("requeue 7") < 2 && now < failed + 30) run_for(1);
-  while (last_update() != "update 7 nodes=2" && now < failed + 30) run_for(1);
-  EXPECT_EQ("update 7 nodes=2", last_update());
+  slurm.calls.clear();
+  while (calls_with("nodes=") == 0 && now < failed + 40) run_for(1);
+  EXPECT_EQ("update 7 nodes=2", last_update()) << "its restart asks for the 2 nodes it ran on";
   EXPECT_LT(now - failed, 30) << "it did not wait shrink_after_s at full size for nodes it cannot have";
 }
 
