@@ -42,6 +42,7 @@ struct RestartPlacement {
   // Set: the job's reservation after the restart ("": out of a spare reservation it was in; a
   // spare reservation's name: onto the spares safed claimed for it).
   std::optional<std::string> reservation;
+  std::uint32_t spare_nodes = 0;  // onto the spares: how many nodes it was given there (held and spares)
   bool operator==(const RestartPlacement&) const = default;
 };
 

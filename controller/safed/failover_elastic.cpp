@@ -122,7 +122,14 @@ std::optional<long long> FailoverPlanner::grow_back_room(const TrackedJob& t, co
   // Beside its own nodes (busy with it) and those its owner excluded; the nodes that failed it
   // earlier count once they are back in service (repaired).
   auto room = elastic_room(t, job, t.record.user_exclude);
-  if (!room || !grow_back_due(e, static_cast<int>(job.num_nodes), room->free)) return std::nullopt;
+  if (!room) return std::nullopt;
+  // On a cluster a queue keeps full, nodes that come free go to queued jobs at once: a partition's
+  // free hot spares count too (a grow back takes them as a failover does, its own nodes held).
+  if (spare_pool_of(t)) {
+    auto plan = spare_plans_.find(job.partition);
+    if (plan != spare_plans_.end()) room->free += static_cast<long long>(plan->second.free.size());
+  }
+  if (!grow_back_due(e, static_cast<int>(job.num_nodes), room->free)) return std::nullopt;
   grow_promises_[job.id] = {job.partition, e.full - static_cast<long long>(job.num_nodes)};
   return room->free;
 }

@@ -264,6 +264,8 @@ void FailoverPlanner::restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
   std::optional<std::uint32_t> size;
   if (!s.running_again && (!change.reservation || change.reservation->empty()))
     size = elastic_restart_size(f, t, job, place.exclude, now);
+  else if (!s.running_again && place.spare_nodes && t.meta.settings.min_nodes > 0)
+    size = place.spare_nodes;  // onto its held nodes and spares: as many as it was given
   change.admin_comment = merge_admin_comment(job.admin_comment, format_job_metadata(m));
   checkpoint_store();
   Status updated = slurm_.update_job(change);

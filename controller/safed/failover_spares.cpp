@@ -72,9 +72,10 @@ SparePoolView FailoverPlanner::spare_pool_view(const SparePoolConfig& pool) cons
 
 void FailoverPlanner::hold_survivors(const FailoverRecord& f, const TrackedJob& t, const SlurmJob& job,
                                      long long now) {
-  // Only a node's fault: a job that fails on its own (an exit code, a hang) would otherwise keep
-  // its nodes from the queue, or take spares, as often as it fails.
-  if (f.failure_class != to_string(FailureClass::node_fault)) return;
+  // Only a node's fault, or an elastic job's grow back (its own nodes would go to the queue at its
+  // requeue): a job that fails on its own (an exit code, a hang) would otherwise keep its nodes
+  // from the queue, or take spares, as often as it fails.
+  if (f.failure_class != to_string(FailureClass::node_fault) && f.failure_class != kGrowBackClass) return;
   std::vector<std::string> bad = expand_hostlist(f.bad_nodes);
   hold_nodes(t, f.attempt, job.nodes.empty() ? t.attempt_nodes : job.nodes, {bad.begin(), bad.end()},
              job.state == SlurmJobState::running, now);
@@ -132,12 +133,15 @@ bool FailoverPlanner::wait_for_spares(const FailoverRecord& f, const TrackedJob&
   // A restart held back (its backoff) is no restart at once: spares are for those; so is a
   // failover for a node's fault (see hold_survivors).
   if (!spare_inputs_ok_ || s.running_again || s.start > now) return false;
-  if (f.failure_class != to_string(FailureClass::node_fault)) return false;
+  bool grow_back = f.failure_class == kGrowBackClass;
+  if (f.failure_class != to_string(FailureClass::node_fault) && !grow_back) return false;
   const SparePoolConfig* pool = spare_pool_of(t);
   if (!pool) return false;
   SpareRequest r;
   r.job_id = job.id;
-  r.nodes = std::max<std::uint32_t>(1, job.num_nodes);
+  // A grow back is for the job's full size: its own nodes, held, and spares for the rest.
+  r.nodes = std::max<std::uint32_t>(1, grow_back ? std::max<std::uint32_t>(job.num_nodes, t.meta.settings.full_nodes)
+                                                 : job.num_nodes);
   r.fault_time = f.fault_time;
   // Never on a node the job excluded itself or one that failed it now (one that failed it before
   // and is a spare now has passed its checks since); free nodes outside the reservation also not
@@ -239,6 +243,7 @@ void FailoverPlanner::serve_spare_requests(const std::vector<SlurmJob>& jobs, lo
         s.placement.exclude = join_hostlist(exclude);
         s.placement.bad_not_excluded.clear();
         s.placement.reservation = spare_reservation_name(pool.partition);
+        s.placement.spare_nodes = static_cast<std::uint32_t>(granted.size());
         if (g.spares.empty()) {
           log("safed: job " + std::to_string(g.job_id) + ": restarts on its held " + join_hostlist(g.own));
         } else {

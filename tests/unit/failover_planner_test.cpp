@@ -64,7 +64,7 @@ class PlannerTest : public ::testing::Test {
   }
   // Hot spares: nodes n1..n4 in partition gpu, a pool of one spare; job 7 on n[1-2], another
   // (not SaFE's) on n3: the cluster is full but for the spare, n4.
-  void full_cluster_with_one_spare(const std::string& workspaces = "") {
+  void full_cluster_with_one_spare(const std::string& workspaces = "", const char* meta = kMeta) {
     slurm.nodes.resize(4);
     slurm.partitions = {{"gpu", "n[1-4]", true, false}};
     SparePoolConfig pool;
@@ -74,7 +74,7 @@ class PlannerTest : public ::testing::Test {
     config.failover.spares = {pool};
     make_planner();
     planner->set_user_names([](std::uint32_t) { return std::string("alice"); });
-    add_job(7, "n[1-2]").partition = "gpu";
+    add_job(7, "n[1-2]", meta).partition = "gpu";
     for (const char* n : {"n1", "n2", "n3"}) slurm.node(n)->busy = true;
     pass();
   }
@@ -1496,6 +1496,33 @@ TEST_F(PlannerTest, AWaitingElasticJobIsResizedAfterARestartOfSafed) {
   make_planner();  // safed restarts while the job waits for its 4 nodes
   run_for(30);
   EXPECT_EQ("update 7 nodes=2", last_update());
+}
+
+// On a cluster a queue keeps full no node stays free for long: a shrunk job grows back onto the
+// partition's free spare, its own node held through the requeue.
+TEST_F(PlannerTest, AShrunkJobGrowsBackOntoAFreeSpareOnAFullCluster) {
+  full_cluster_with_one_spare("", "safe: ws=ml retries=1/3 health=standard sig=USR1@30 hang=0 gpus=0 "
+                                  "elastic=2/1/1 ckpt=/ck/1");
+  ASSERT_EQ(1, slurm.count("reservation safe_spares_gpu create nodes=n4"));
+  // Job 7 runs shrunk on n1 (as after an earlier failover); a queued job took n2.
+  SlurmJob* j = slurm.job(7);
+  j->nodes = "n1";
+  j->num_nodes = 1;
+  j->restart_count = 1;
+  j->start_time = now;
+  run_for(1);
+  ASSERT_EQ(1, slurm.count("signal 7 " + std::to_string(SIGUSR1))) << "the grow back began";
+  run_for(1);
+  files.checkpoints["/ck/1"] = now;
+  run_for(2);
+  ASSERT_EQ(1, slurm.count("requeue 7"));
+  EXPECT_EQ(1, slurm.count("reservation safe_spares_gpu nodes=n1,n4")) << "its own n1 held through the requeue";
+  slurm.node("n1")->busy = false;
+  long long requeued = now;
+  while (calls_with("nodes=2") == 0 && now < requeued + 10) run_for(1);
+  EXPECT_NE(std::string::npos, last_update_with("resv=").find("resv=safe_spares_gpu")) << last_update_with("resv=");
+  EXPECT_EQ("update 7 nodes=2", last_update());
+  EXPECT_EQ(1, planner->counters().spare_placements.at("gpu"));
 }
 
 TEST_F(PlannerTest, AJobWithoutMinNodesWaitsForAllItsNodes) {
