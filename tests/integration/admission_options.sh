@@ -13,7 +13,8 @@ cd "$work"
 
 for cmd in sbatch srun salloc; do
     help=$($cmd --help)
-    for opt in safe-workspace safe-retries safe-ckpt-dir safe-ckpt-signal safe-health safe-hang-timeout; do
+    for opt in safe-workspace safe-retries safe-ckpt-dir safe-ckpt-signal safe-health safe-hang-timeout safe-min-nodes \
+        safe-node-multiple; do
         assert_contains "$help" "--$opt" "$cmd --help"
     done
 done
@@ -29,6 +30,8 @@ expect_failure "safe: --safe-ckpt-dir expects a path without '..', got '/tmp/../
 expect_failure "safe: --safe-ckpt-signal expects SIG[@SECS]" sbatch --safe-ckpt-signal=KILL@5 --wrap true
 expect_failure "safe: --safe-hang-timeout expects seconds 0..604800, got 'soon'" sbatch --safe-hang-timeout=soon --wrap true
 expect_failure "safe: --safe-workspace expects a workspace name" sbatch --safe-workspace='a b' --wrap true
+expect_failure "safe: --safe-min-nodes expects a node count 1..100000, got '0'" sbatch --safe-min-nodes=0 --wrap true
+expect_failure "safe: --safe-min-nodes applies to batch jobs (sbatch) only" srun --safe-min-nodes=1 true
 expect_failure "safe: --safe-retries expects an integer 0..50, got 'abc' (from \$SAFE_RETRIES)" env SAFE_RETRIES=abc sbatch --wrap true
 assert_eq 0 "$(squeue -h -n safe-options-refused | wc -l)" "jobs in the queue after rejected submissions"
 unset SBATCH_JOB_NAME SLURM_JOB_NAME SALLOC_JOB_NAME
@@ -41,6 +44,10 @@ expected="ws=research attempt=1 max=2 ckpt=$work/ckpt-CMD resume= sig=USR2@30"
 out=$(timeout 60 sbatch --wait -o "$work/sbatch.out" "${all_opts[@]/CMD/sbatch}" --wrap "$show_env" >/dev/null && cat "$work/sbatch.out")
 assert_eq "${expected/CMD/sbatch}" "$out" "SAFE_* in an sbatch job"
 [[ -d $work/ckpt-sbatch ]] || fail "sbatch: checkpoint directory was not created"
+# An elastic job's tasks learn its size and its full size.
+out=$(timeout 60 sbatch --wait -N2 --safe-min-nodes=1 -o "$work/elastic.out" \
+    --wrap 'echo "nodes=$SAFE_NNODES full=$SAFE_FULL_NNODES"' >/dev/null && cat "$work/elastic.out")
+assert_eq "nodes=2 full=2" "$out" "SAFE_NNODES and SAFE_FULL_NNODES in an elastic sbatch job"
 
 out=$(timeout 60 srun "${all_opts[@]/CMD/srun}" bash -c "$show_env")
 assert_eq "${expected/CMD/srun}" "$out" "SAFE_* in an srun job"
