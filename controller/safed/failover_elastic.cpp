@@ -34,7 +34,8 @@ bool FailoverPlanner::needs_partitions() const {
 }
 
 std::optional<FailoverPlanner::ElasticRoom> FailoverPlanner::elastic_room(const TrackedJob& t, const SlurmJob& job,
-                                                                          const std::string& exclude) const {
+                                                                          const std::string& exclude,
+                                                                          bool with_spares) const {
   if (!spare_inputs_ok_ || !elastic_size_of(t.meta).elastic()) return std::nullopt;
   // A job in a reservation of its own (not the spares') runs where that allows: safed cannot
   // tell which of the free nodes would take it.
@@ -51,9 +52,29 @@ std::optional<FailoverPlanner::ElasticRoom> FailoverPlanner::elastic_room(const 
   }
   if (room.partition_nodes.empty()) return std::nullopt;
   // Only nodes of the kinds it ran on count (GRES, CPUs): a partition may mix kinds.
-  for (const std::string& name : expand_hostlist(job.nodes.empty() ? t.attempt_nodes : job.nodes))
+  std::vector<std::string> ran_on = expand_hostlist(job.nodes.empty() ? t.attempt_nodes : job.nodes);
+  for (const std::string& name : ran_on)
     if (const SlurmNode* n = node(name)) room.kinds.insert(node_kind(*n));
-  room.free = free_nodes_for(nodes_, room.partition_nodes, host_set(exclude), room.kinds);
+  std::set<std::string> excluded = host_set(exclude);
+  room.free = free_nodes_for(nodes_, room.partition_nodes, excluded, room.kinds);
+  auto usable = [&](const SlurmNode* n) {
+    return n && !n->down && !n->drain && !n->busy && !excluded.count(n->name) && room.partition_nodes.count(n->name) &&
+           room.kinds.count(node_kind(*n));
+  };
+  // The nodes it just left, held for it in the spare reservation through its requeue: its own.
+  auto claim = spare_claims_.find(job.id);
+  if (claim != spare_claims_.end())
+    for (const std::string& name : claim->second.nodes) {
+      const SlurmNode* n = node(name);
+      if (usable(n) && n->reserved && std::find(ran_on.begin(), ran_on.end(), name) != ran_on.end()) ++room.free;
+    }
+  // The free hot spares of its partition's pool, for a grow back (in the reservation already).
+  if (with_spares && spare_pool_of(t)) {
+    auto plan = spare_plans_.find(job.partition);
+    if (plan != spare_plans_.end())
+      for (const std::string& name : plan->second.free)
+        if (const SlurmNode* n = node(name); usable(n) && n->reserved) ++room.free;
+  }
   for (const auto& [other, promise] : grow_promises_)
     if (other != job.id && room.partition_nodes.count(promise.first)) room.free -= promise.second;
   room.free = std::max(0LL, room.free);
@@ -63,7 +84,7 @@ std::optional<FailoverPlanner::ElasticRoom> FailoverPlanner::elastic_room(const 
 std::optional<std::uint32_t> FailoverPlanner::elastic_restart_size(const FailoverRecord& f, const TrackedJob& t,
                                                                   const SlurmJob& job, const std::string& exclude,
                                                                   long long now) const {
-  auto room = elastic_room(t, job, exclude);
+  auto room = elastic_room(t, job, exclude, false);
   if (!room) return std::nullopt;
   // A grow back's own wait for the nodes counts from its requeue, not from when it began.
   long long since = f.failure_class == kGrowBackClass ? std::max(f.fault_time, f.requeue_time) : f.fault_time;
@@ -121,14 +142,10 @@ std::optional<long long> FailoverPlanner::grow_back_room(const TrackedJob& t, co
     return std::nullopt;
   // Beside its own nodes (busy with it) and those its owner excluded; the nodes that failed it
   // earlier count once they are back in service (repaired).
-  auto room = elastic_room(t, job, t.record.user_exclude);
-  if (!room) return std::nullopt;
   // On a cluster a queue keeps full, nodes that come free go to queued jobs at once: a partition's
   // free hot spares count too (a grow back takes them as a failover does, its own nodes held).
-  if (spare_pool_of(t)) {
-    auto plan = spare_plans_.find(job.partition);
-    if (plan != spare_plans_.end()) room->free += static_cast<long long>(plan->second.free.size());
-  }
+  auto room = elastic_room(t, job, t.record.user_exclude, true);
+  if (!room) return std::nullopt;
   if (!grow_back_due(e, static_cast<int>(job.num_nodes), room->free)) return std::nullopt;
   grow_promises_[job.id] = {job.partition, e.full - static_cast<long long>(job.num_nodes)};
   return room->free;
@@ -190,6 +207,9 @@ bool FailoverPlanner::grow_back_called_off(FailoverRecord& f, TrackedJob& t, con
   // attempt is open again for what may befall it.
   f.phase = FailoverPhase::refused;
   store_.put_failover(f);
+  // Its nodes held for the requeue go back (the reservation follows at the end of the pass).
+  if (auto claim = spare_claims_.find(job.id); claim != spare_claims_.end() && claim->second.run == f.attempt)
+    spare_claims_.erase(claim);
   store_.put_attempt({job.id, f.submitted, f.attempt, job.nodes, t.attempt_start ? t.attempt_start : job.start_time, 0,
                       "", "", "", ""});
   t.classified_attempt = f.attempt - 1;

@@ -259,15 +259,30 @@ void FailoverPlanner::restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
     // Restarted through the queue (its backoff, no spare for it): its held nodes go back too.
     if (!change.reservation || change.reservation->empty()) spare_claims_.erase(job.id);
   }
-  // An elastic job's size goes in an update of its own: one Slurm refused must not hold up the
-  // rest of the restart (it is asked again while the job waits, resize_waiting_jobs).
-  std::optional<std::uint32_t> size;
+  // An elastic job's node count (0: none to set): through the queue, what the free nodes allow;
+  // onto its held nodes and spares, as many as it was given.
+  std::uint32_t size = 0;
   if (!s.running_again && (!change.reservation || change.reservation->empty()))
-    size = elastic_restart_size(f, t, job, place.exclude, now);
-  else if (!s.running_again && place.spare_nodes && t.meta.settings.min_nodes > 0)
-    size = place.spare_nodes;  // onto its held nodes and spares: as many as it was given
+    size = elastic_restart_size(f, t, job, place.exclude, now).value_or(0);
+  else if (!s.running_again && t.meta.settings.min_nodes > 0)
+    size = place.spare_nodes;
   change.admin_comment = merge_admin_comment(job.admin_comment, format_job_metadata(m));
   checkpoint_store();
+  // The size first, in an update of its own: the update below lets Slurm start the job
+  // (StartTime=now), and a running job's node count cannot change; one Slurm refuses does not
+  // hold up the rest of the restart (a waiting job is asked again, resize_waiting_jobs).
+  if (size) {
+    JobChange resize;
+    resize.id = job.id;
+    resize.num_nodes = size;
+    Status resized = slurm_.update_job(resize);
+    log_action(now, t.record.key(), "", "size",
+               "NumNodes=" + std::to_string(size) + " of " + std::to_string(meta.settings.full_nodes) +
+                   (resized ? "" : ": " + resized.error()),
+               resized.ok());
+    asked_nodes_[job.id] = resized ? size : 0;  // 0: unknown, the next pass asks again
+    if (!resized) size = 0;
+  }
   Status updated = slurm_.update_job(change);
   std::string what = s.running_again
                          ? std::string("Slurm already started it again on ") + job.nodes
@@ -285,21 +300,8 @@ void FailoverPlanner::restart(FailoverRecord& f, TrackedJob& t, const SlurmJob& 
              updated.ok());
   if (!updated) return;  // tried again next pass
   if (size) {
-    JobChange resize;
-    resize.id = job.id;
-    resize.num_nodes = *size;
-    Status resized = slurm_.update_job(resize);
-    log_action(now, t.record.key(), "", "size",
-               "NumNodes=" + std::to_string(*size) + " of " + std::to_string(meta.settings.full_nodes) +
-                   (resized ? "" : ": " + resized.error() + " (asked again while it waits)"),
-               resized.ok());
-    if (resized) {
-      asked_nodes_[job.id] = *size;
-      change.num_nodes = *size;  // replayed with the rest if slurmctld loses the update
-      if (static_cast<int>(*size) < meta.settings.full_nodes) ++counters_.elastic_shrinks;
-    } else {
-      asked_nodes_[job.id] = 0;  // unknown: the next pass asks again
-    }
+    change.num_nodes = size;  // replayed with the rest if slurmctld loses the update (keep_restart)
+    if (static_cast<int>(size) < meta.settings.full_nodes) ++counters_.elastic_shrinks;
   }
   f.phase = FailoverPhase::done;
   store_.put_failover(f);

@@ -242,14 +242,16 @@ class FailoverPlanner {
   SparePoolView spare_pool_view(const SparePoolConfig& pool) const;
   Status put_spare_reservation(const SparePoolConfig& pool, const SparePoolPlan& plan, long long now);
   // Shrink and grow back (failover_elastic.cpp). What an elastic job could have now: the nodes of
-  // its partitions, the kinds it ran on, and how many of them are free (out of `exclude`, less
-  // those promised to other jobs' grow backs in this pass); nullopt when safed cannot tell.
+  // its partitions, the kinds it ran on, and how many of them are free (out of `exclude`; its own
+  // nodes held for it count; `with_spares`: its pool's free spares too; less those promised to
+  // other jobs' grow backs in this pass); nullopt when safed cannot tell.
   struct ElasticRoom {
     std::set<std::string> partition_nodes;
     std::set<NodeKind> kinds;
     long long free = 0;
   };
-  std::optional<ElasticRoom> elastic_room(const TrackedJob& t, const SlurmJob& job, const std::string& exclude) const;
+  std::optional<ElasticRoom> elastic_room(const TrackedJob& t, const SlurmJob& job, const std::string& exclude,
+                                          bool with_spares) const;
   // The node count an elastic job's restart asks for (`exclude`: its ExcNodeList after the
   // restart); nullopt for other jobs, or when safed cannot tell.
   std::optional<std::uint32_t> elastic_restart_size(const FailoverRecord& f, const TrackedJob& t, const SlurmJob& job,

@@ -139,9 +139,15 @@ bool FailoverPlanner::wait_for_spares(const FailoverRecord& f, const TrackedJob&
   if (!pool) return false;
   SpareRequest r;
   r.job_id = job.id;
-  // A grow back is for the job's full size: its own nodes, held, and spares for the rest.
-  r.nodes = std::max<std::uint32_t>(1, grow_back ? std::max<std::uint32_t>(job.num_nodes, t.meta.settings.full_nodes)
-                                                 : job.num_nodes);
+  // A grow back is for the job's full size: its own nodes, held, and spares for the rest. An
+  // elastic job's failover is for the size it ran at (Slurm's count of a pending job can be an
+  // estimate).
+  std::uint32_t ran_on = static_cast<std::uint32_t>(expand_hostlist(t.attempt_nodes).size());
+  bool elastic = t.meta.settings.min_nodes > 0;
+  r.nodes = std::max<std::uint32_t>(1, grow_back ? static_cast<std::uint32_t>(t.meta.settings.full_nodes)
+                                       : elastic && ran_on ? ran_on
+                                                           : job.num_nodes);
+  r.planned = grow_back;
   r.fault_time = f.fault_time;
   // Never on a node the job excluded itself or one that failed it now (one that failed it before
   // and is a spare now has passed its checks since); free nodes outside the reservation also not

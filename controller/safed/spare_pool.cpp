@@ -62,6 +62,7 @@ SparePoolPlan plan_spare_pool(const SparePoolView& view, const std::map<std::str
 
 std::vector<SpareGrant> grant_spares(std::vector<SpareRequest> requests, std::vector<std::string> free_spares) {
   std::sort(requests.begin(), requests.end(), [](const SpareRequest& a, const SpareRequest& b) {
+    if (a.planned != b.planned) return b.planned;  // a job that is down before one that runs shrunk
     if (a.nodes != b.nodes) return a.nodes > b.nodes;
     if (a.fault_time != b.fault_time) return a.fault_time < b.fault_time;
     return a.job_id < b.job_id;

@@ -57,6 +57,7 @@ struct SpareRequest {
   long long fault_time = 0;           // when its failover's fault struck
   std::vector<std::string> ready;     // nodes it could run on now: those held for it, then free ones
   std::vector<std::string> excluded;  // nodes it must not get as spares (its own exclusions, its bad nodes)
+  bool planned = false;               // an elastic job's grow back: served after every failover
   bool operator==(const SpareRequest&) const = default;
 };
 

@@ -162,7 +162,7 @@ std::string render_metrics(FailoverPlanner& planner, const ControllerHealth& hea
       << "safe_spare_nodes{partition=\"" << p << "\",state=\"repairing\"} " << plan.repairing.size() << "\n"
       << "safe_spare_nodes{partition=\"" << p << "\",state=\"wanted\"} " << plan.wanted << "\n";
   }
-  m << "# HELP safe_spare_placements_total Failing-over jobs started on hot spares, by partition.\n"
+  m << "# HELP safe_spare_placements_total Failing-over jobs (and elastic jobs growing back) started on hot spares, by partition.\n"
        "# TYPE safe_spare_placements_total counter\n";
   for (const auto& [partition, plan] : planner.spare_pools()) {
     auto used = counters.spare_placements.find(partition);

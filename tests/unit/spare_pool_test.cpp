@@ -124,6 +124,17 @@ TEST(SpareGrants, TheLargestJobFirstThenTheOldestFault) {
   EXPECT_EQ((SpareGrant{13, {"s3"}, {"n4"}}), g[1]) << "of the equal jobs, the older fault";
 }
 
+TEST(SpareGrants, AGrowBackComesAfterEveryFailover) {
+  SpareRequest grow{21, 8, 10, {"n1", "n2", "n3", "n4", "n5", "n6", "n7"}, {}, true};  // larger, older
+  SpareRequest failover{22, 2, 300, {"n8"}, {}};
+  std::vector<SpareGrant> g = grant_spares({grow, failover}, {"s1"});
+  ASSERT_EQ(1u, g.size());
+  EXPECT_EQ(22u, g[0].job_id) << "a job that is down before one that runs shrunk";
+  g = grant_spares({grow, failover}, {"s1", "s2"});
+  ASSERT_EQ(2u, g.size());
+  EXPECT_EQ(21u, g[1].job_id);
+}
+
 TEST(SpareGrants, AJobGetsSparesOnlyWhenItCanStartAtOnceAndNodesAreNotGivenTwice) {
   EXPECT_TRUE(grant_spares({{11, 4, 0, {"n1"}, {}}}, {"s1", "s2"}).empty()) << "needs 3, 2 free: it waits in the queue";
   // Two 2-node jobs saw the same free node n1: the first takes it, the second needs two spares.
