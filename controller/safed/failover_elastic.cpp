@@ -101,7 +101,10 @@ void FailoverPlanner::resize_waiting_jobs(const std::vector<SlurmJob>& jobs, lon
     TrackedJob& t = it->second;
     // Only a job safed restarted (its last failover done, the next run not started yet), waiting
     // in the queue out of the spares and not held. From the store: a restart of safed loses nothing.
+    // A job safed placed on spares (its claim) runs at the size they were given for; the pass's view
+    // of its reservation may predate that restart.
     if (!waiting_to_start(job) || job.restart_count < 1 || !named_spare_reservation(job.reservation).empty() ||
+        spare_claims_.count(job.id) ||
         t.record.state == SafeJobState::held || job.reason == "JobHeldUser" || job.reason == "JobHeldAdmin")
       continue;
     auto f = store_.failover(t.record.key(), job.restart_count - 1);
