@@ -54,6 +54,7 @@ Result<NvmlApi> load_nvml_api() {
             bind(lib, "nvmlDeviceGetMaxPcieLinkWidth", a.max_link_width, error) &&
             bind(lib, "nvmlDeviceGetNvLinkState", a.nvlink_state, error, false) &&
             bind(lib, "nvmlDeviceGetMemoryInfo", a.memory_info, error) &&
+            bind(lib, "nvmlDeviceGetMemoryInfo_v2", a.memory_info_v2, error, false) &&
             bind(lib, "nvmlDeviceGetComputeRunningProcesses_v3", a.compute_processes, error, false) &&
             bind(lib, "nvmlEventSetCreate", a.event_set_create, error, false) &&
             bind(lib, "nvmlDeviceRegisterEvents", a.register_events, error, false) &&
@@ -130,8 +131,16 @@ GpuSnapshot collect_nvml(const NvmlApi& api, const NodeFs& fs) {
         if (!active) ++g.xgmi_links_inactive;
       }
     }
+    nvml::MemoryV2 mem2{};
+    mem2.version = nvml::kMemoryV2Version;
     nvml::Memory mem{};
-    if (api.memory_info(dev, &mem) == nvml::kSuccess) {
+    if (api.memory_info_v2 && api.memory_info_v2(dev, &mem2) == nvml::kSuccess) {
+      // What processes allocated: without the reservation (nvml.h: `used` includes it; a driver
+      // that left it out reports less in use than reserved, taken as it is).
+      unsigned long long allocated = mem2.used >= mem2.reserved ? mem2.used - mem2.reserved : mem2.used;
+      g.memory_used_mib = static_cast<long long>(allocated >> 20);
+      g.memory_total_mib = static_cast<long long>(mem2.total >> 20);
+    } else if (api.memory_info(dev, &mem) == nvml::kSuccess) {
       g.memory_used_mib = static_cast<long long>(mem.used >> 20);
       g.memory_total_mib = static_cast<long long>(mem.total >> 20);
     }

@@ -44,6 +44,15 @@ struct PciInfo {  // nvmlPciInfo_t (v3)
 struct Memory {  // nvmlMemory_t
   unsigned long long total, free, used;
 };
+// nvmlMemory_v2_t: says how much of the memory in use the driver and firmware reserve. v1's `used`
+// counts that reservation (480 MiB on an idle H100 with driver 580, which read as stray GPU use on
+// every idle node); nvml.h says v2's `used` includes it too.
+struct MemoryV2 {
+  unsigned version;
+  unsigned long long total, reserved, free, used;
+};
+// NVML_STRUCT_VERSION(Memory, 2): the struct's size, and the version in the top byte.
+inline constexpr unsigned kMemoryV2Version = static_cast<unsigned>(sizeof(MemoryV2)) | (2u << 24);
 struct ProcessInfo {  // nvmlProcessInfo_t (v2/v3)
   unsigned pid;
   unsigned long long used_gpu_memory;
@@ -75,6 +84,7 @@ struct NvmlApi {
   nvml::Return (*max_link_width)(nvml::Device, unsigned*) = nullptr;
   nvml::Return (*nvlink_state)(nvml::Device, unsigned, unsigned*) = nullptr;  // optional
   nvml::Return (*memory_info)(nvml::Device, nvml::Memory*) = nullptr;
+  nvml::Return (*memory_info_v2)(nvml::Device, nvml::MemoryV2*) = nullptr;  // optional (drivers from R510)
   nvml::Return (*compute_processes)(nvml::Device, unsigned*, nvml::ProcessInfo*) = nullptr;  // _v3, optional
   nvml::Return (*event_set_create)(nvml::EventSet*) = nullptr;                                  // optional
   nvml::Return (*register_events)(nvml::Device, unsigned long long, nvml::EventSet) = nullptr;  // optional
