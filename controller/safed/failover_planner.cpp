@@ -189,6 +189,7 @@ void FailoverPlanner::finish_gone(TrackedJob& t, long long now) {
     if (!a.nodes.empty()) nodes += (nodes.empty() ? "" : ",") + a.nodes;
   files_.forget_evidence(t.record.job_id, nodes);
   last_deferral_.erase(t.record.job_id);
+  asked_nodes_.erase(t.record.job_id);  // a job cancelled while it waited: nothing more to resize
 }
 
 void FailoverPlanner::observe_job(const SlurmJob& job, const JobMetadata& meta, long long now) {
