@@ -188,6 +188,8 @@ struct KubeBridgeConfig {
   // group- or world-writable) holding one directory per user.
   std::string slurm_work_dir;
   std::string controller_url;           // safed's API for workload history; "" = none
+  // Services' records and endpoints files (kube-bridge/service_controller.hpp); "" = no services.
+  std::string state_dir = "/var/lib/safe-kube-bridge";
   KubernetesConfig kubernetes;
 };
 

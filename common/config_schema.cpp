@@ -557,6 +557,7 @@ void read_kube_bridge(MapScope& s, KubeBridgeConfig& k) {
   s.string("slurm_work_dir", k.slurm_work_dir, kOptionalAbsolutePath);
   s.string("controller_url", k.controller_url,
            regex_rule("(https?://[A-Za-z0-9.:\\[\\]_-]+(/[^ ]*)?)?", "expects http://HOST:PORT of safed, or \"\" for none"));
+  s.string("state_dir", k.state_dir, kOptionalAbsolutePath);
   s.section("kubernetes", k.kubernetes, read_kubernetes);
   if (k.tls_cert.empty() != k.tls_key.empty())
     s.context().error(s.mark_of(k.tls_cert.empty() ? "tls_key" : "tls_cert"),

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/atomic_file.hpp"
+
 namespace safe {
 
 std::optional<SimFault> sim_fault_from_string(std::string_view name) {
@@ -95,18 +97,7 @@ Result<GpuSnapshot> load_sim_file(const std::string& path, int default_gpus) {
 Status save_sim_file(const std::string& path, const GpuSnapshot& snapshot) {
   std::string dir = path.substr(0, path.find_last_of('/'));
   if (!dir.empty()) mkdir(dir.c_str(), 0755);
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << to_json(snapshot);
-    if (!out) return Error{tmp + ": " + std::strerror(errno)};
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string why = path + ": " + std::strerror(errno);
-    unlink(tmp.c_str());
-    return Error{why};
-  }
-  return ok_status();
+  return write_file_atomically(path, to_json(snapshot));
 }
 
 }  // namespace safe

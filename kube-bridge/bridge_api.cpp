@@ -100,6 +100,7 @@ const std::vector<BridgeApi::Route>& BridgeApi::routes() {
       {"DELETE", "workloads/{}", &BridgeApi::delete_workload},
       {"POST", "workloads/{}/stop", &BridgeApi::stop_workload},
       {"GET", "workloads/{}/logs", &BridgeApi::workload_logs},
+      {"GET", "workloads/{}/endpoints", &BridgeApi::workload_endpoints},
       {"GET", "workloads/{}/events", &BridgeApi::workload_events},
       {"GET", "workspaces", &BridgeApi::list_workspaces},
       {"GET", "workspaces/{}", &BridgeApi::get_workspace},
@@ -162,8 +163,10 @@ ApiResponse BridgeApi::create_workload(const ApiRequest& req, const Principal& w
   // error code, not its message: the same pure policy, run here, says why.
   AdmissionRequest admission;
   admission.options = spec.options;
-  admission.gpus = static_cast<long long>(spec.nodes) * spec.gpus_per_node;
+  admission.gpus = static_cast<long long>(spec.kind == WorkloadKind::service ? 1 : spec.nodes) * spec.gpus_per_node;
   AdmissionDecision decision = admit_job(settings_.config, admission, JobUser{who.user.name, who.user.groups});
+
+  if (spec.kind == WorkloadKind::service) return create_service(spec, who, decision);
 
   if (spec.target == TargetKind::kubernetes) {
     // No slurmctld decides here: the policy the job_submit plugin applies on Slurm applies here.
@@ -207,6 +210,37 @@ ApiResponse BridgeApi::create_workload(const ApiRequest& req, const Principal& w
   return r;
 }
 
+// A service: its replicas' jobs go through job_submit_safe one by one, as the controller starts
+// them; the policy checked here answers at once for what would refuse every one of them.
+ApiResponse BridgeApi::create_service(const WorkloadSpec& spec, const Principal& who, const AdmissionDecision& decision) {
+  if (!services_)
+    return field_errors(422, "invalid workload spec",
+                        {{"kind", "services are off on this bridge (kube_bridge.state_dir is \"\"); ask an administrator"}});
+  if (!decision.accepted) return error_response(403, decision.message);
+  auto work_dir = work_dirs_.prepare(who.user);
+  if (!work_dir) return error_response(422, work_dir.error());
+  auto created = services_->create(spec, who.user, *work_dir);
+  if (!created) return error_response(created.refused() ? 409 : 503, created.error());
+  metrics_.count_created(false);
+  Json body = json_take(json_object());
+  json_set(body.get(), "id", json_str(*created));
+  json_set(body.get(), "name", json_str(spec.name));
+  json_set(body.get(), "target", json_string("slurm"));
+  json_set(body.get(), "kind", json_string("service"));
+  json_set(body.get(), "phase", json_string("Pending"));
+  if (!decision.message.empty()) json_set(body.get(), "notice", json_str(decision.message));
+  ApiResponse r = json_response(201, body.get());
+  r.headers.emplace_back("Location", "/api/v1/workloads/" + *created);
+  return r;
+}
+
+ApiResponse BridgeApi::workload_endpoints(const ApiRequest&, const Principal& who, const Captures& id) {
+  auto found = find_workload(id[0], who);
+  if (auto* answer = std::get_if<ApiResponse>(&found)) return *answer;
+  auto endpoints = services_ && services_->owns(id[0]) ? services_->endpoints(id[0]) : std::nullopt;
+  if (!endpoints) return error_response(404, "workload " + id[0] + " is not a service: only services have endpoints");
+  return {200, *endpoints, "application/json", {}, ""};
+}
 
 ApiResponse BridgeApi::list_workloads(const ApiRequest& req, const Principal& who, const Captures&) {
   std::string workspace, target;
@@ -241,6 +275,8 @@ ApiResponse BridgeApi::list_workloads(const ApiRequest& req, const Principal& wh
     auto listed = slurm_target_.list();
     if (!listed) return error_response(503, listed.error());
     lists.push_back(*listed);
+    if (services_)
+      if (auto services = services_->list()) lists.push_back(*services);
   }
   if (kube_target_ && target != "slurm") {
     auto listed = kube_target_->list();
@@ -274,6 +310,7 @@ std::variant<BridgeApi::Found, ApiResponse> BridgeApi::find_workload(const std::
       error_response(404, "no workload '" + id.substr(0, 64) + "' visible to you; list yours with GET /api/v1/workloads");
   WorkloadTarget* target = nullptr;
   if (slurm_target_.owns(id)) target = &slurm_target_;
+  else if (services_ && services_->owns(id)) target = services_;
   else if (kube_target_ && kube_target_->owns(id)) target = kube_target_.get();
   if (!target) return not_found;
   auto found = target->find(id);
@@ -330,12 +367,16 @@ ApiResponse BridgeApi::workload_logs(const ApiRequest& req, const Principal& who
       auto n = query_int(v, 1, 1000);
       if (!n) return field_errors(422, "invalid query", {{"query.attempt", "expects an integer 1..1000"}});
       request.attempt = static_cast<int>(*n);
+    } else if (k == "replica") {
+      auto n = query_int(v, 0, kMaxReplicas - 1);
+      if (!n) return field_errors(422, "invalid query", {{"query.replica", "expects a replica index 0.." + std::to_string(kMaxReplicas - 1)}});
+      request.replica = static_cast<int>(*n);
     } else if (k == "tailBytes") {
       auto n = query_int(v, 1, kMaxLogBytes);
       if (!n) return field_errors(422, "invalid query", {{"query.tailBytes", "expects an integer 1..16777216"}});
       request.tail_bytes = static_cast<std::size_t>(*n);
     } else {
-      return field_errors(422, "invalid query", {{"query." + k.substr(0, 80), "unknown parameter; expected attempt or tailBytes"}});
+      return field_errors(422, "invalid query", {{"query." + k.substr(0, 80), "unknown parameter; expected attempt, replica or tailBytes"}});
     }
   }
   auto found = find_workload(id[0], who);

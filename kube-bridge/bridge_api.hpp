@@ -23,6 +23,7 @@
 #include "kube-bridge/kube_target.hpp"
 #include "common/user_file.hpp"
 #include "kube-bridge/kube_workload_target.hpp"
+#include "kube-bridge/service_controller.hpp"
 #include "kube-bridge/slurm_cache.hpp"
 #include "kube-bridge/slurm_target.hpp"
 #include "kube-bridge/user_work_dir.hpp"
@@ -53,6 +54,8 @@ class BridgeApi {
   ApiResponse handle(const ApiRequest& request);
   // Enables "target": "kubernetes" (kube_bridge.kubernetes configured and reachable).
   void set_kube_target(KubeTarget* kube);
+  // Enables kind service (kube_bridge.state_dir set).
+  void set_service_controller(ServiceController* services) { services_ = services; }
   // safed's history for /events (attempts with classifications, failovers), when deployed.
   void set_controller_history(ControllerHistory* history) {
     history_ = history;
@@ -76,6 +79,8 @@ class BridgeApi {
   ApiResponse stop_workload(const ApiRequest& request, const Principal& who, const Captures& id);
   ApiResponse delete_workload(const ApiRequest& request, const Principal& who, const Captures& id);
   ApiResponse workload_logs(const ApiRequest& request, const Principal& who, const Captures& id);
+  ApiResponse workload_endpoints(const ApiRequest& request, const Principal& who, const Captures& id);
+  ApiResponse create_service(const WorkloadSpec& spec, const Principal& who, const AdmissionDecision& decision);
   ApiResponse list_workspaces(const ApiRequest& request, const Principal& who, const Captures&);
   ApiResponse get_workspace(const ApiRequest& request, const Principal& who, const Captures& name);
   ApiResponse list_nodes(const ApiRequest& request, const Principal& who, const Captures&);
@@ -107,6 +112,7 @@ class BridgeApi {
   UserWorkDirs& work_dirs_;
   SlurmTarget slurm_target_;
   KubeTarget* kube_ = nullptr;
+  ServiceController* services_ = nullptr;
   ControllerHistory* history_ = nullptr;
   std::unique_ptr<KubeWorkloadTarget> kube_target_;
   ConsoleSessions sessions_;

@@ -1,5 +1,5 @@
 // safe-kube-bridge: SaFE's REST API. Reads kube_bridge from safe.yaml, serves until SIGTERM.
-//   safe-kube-bridge [--config FILE] [--listen HOST:PORT] [--jwt-key-file FILE] [--work-dir DIR]
+//   safe-kube-bridge [--config FILE] [--listen HOST:PORT] [--jwt-key-file FILE] [--work-dir DIR] [--state-dir DIR]
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -34,17 +34,20 @@ int usage(const char* message) {
   if (message) std::fprintf(stderr, "safe-kube-bridge: %s\n", message);
   std::fprintf(message ? stderr : stdout,
                "usage: safe-kube-bridge [--config FILE] [--listen HOST:PORT] [--jwt-key-file FILE] [--work-dir DIR]\n"
+               "                        [--state-dir DIR]\n"
                "  --config        safe.yaml (default $SAFE_CONFIG, else /etc/safe/safe.yaml)\n"
                "  --listen        overrides kube_bridge.listen (port 0: any free port, printed at start)\n"
                "  --jwt-key-file  overrides auth.jwt_key_file (Slurm's auth/jwt key)\n"
-               "  --work-dir      overrides kube_bridge.slurm_work_dir\n");
+               "  --work-dir      overrides kube_bridge.slurm_work_dir\n"
+               "  --state-dir     overrides kube_bridge.state_dir (services' records and endpoints files)\n");
   return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string config_path = safe::config_path_from_env(), listen, jwt_key_file, work_dir;
+  std::string config_path = safe::config_path_from_env(), listen, jwt_key_file, work_dir, state_dir;
+  bool state_dir_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](std::string& out) {
@@ -57,6 +60,7 @@ int main(int argc, char** argv) {
     else if (a == "--listen") { if (!value(listen)) return usage("--listen needs HOST:PORT"); }
     else if (a == "--jwt-key-file") { if (!value(jwt_key_file)) return usage("--jwt-key-file needs a file"); }
     else if (a == "--work-dir") { if (!value(work_dir)) return usage("--work-dir needs a directory"); }
+    else if (a == "--state-dir") { if (!value(state_dir)) return usage("--state-dir needs a directory"); state_dir_given = true; }
     else return usage(("unknown argument '" + a + "'").c_str());
   }
 
@@ -112,6 +116,19 @@ int main(int argc, char** argv) {
   safe::bridge::BridgeMetrics metrics;
   safe::bridge::SystemUserWorkDirs work_dirs(slurm_work_dir, std::chrono::seconds(10));
   safe::bridge::BridgeApi api(settings, auth, users, slurm, metrics, work_dirs);
+  // Services (kind service), unless kube_bridge.state_dir is "".
+  safe::bridge::ServiceSettings service_settings;
+  service_settings.state_dir = state_dir_given ? state_dir : kb.state_dir;
+  std::unique_ptr<safe::bridge::ServiceController> services;
+  if (!service_settings.state_dir.empty()) {
+    services = std::make_unique<safe::bridge::ServiceController>(service_settings, slurm, users, safe::read_user_file_tail);
+    if (auto loaded_services = services->load(); !loaded_services) {
+      safe::log_linef(safe::LogPriority::error, "safe-kube-bridge: services: %s; fix kube_bridge.state_dir (or set it to \"\" to turn services off)",
+                      loaded_services.error().c_str());
+      return 1;
+    }
+    api.set_service_controller(services.get());
+  }
   // The Kubernetes target, when configured: a kubeconfig file, or the pod's service account.
   std::unique_ptr<safe::bridge::CurlKubeClient> kube_client;
   std::unique_ptr<safe::bridge::KubeTarget> kube;
@@ -160,6 +177,7 @@ int main(int argc, char** argv) {
   safe::bridge::CurlControllerHistory history(controller_base);
   if (!controller_url.empty() || ha.enabled()) api.set_controller_history(&history);
   safe::bridge::BridgeHttpServer server(http, api, metrics);
+  if (services) services->start();
   if (auto started = server.start(); !started) {
     safe::log_linef(safe::LogPriority::error, "safe-kube-bridge: %s; %s", started.error().c_str(),
                  started.error().find("TLS") != std::string::npos ? "fix kube_bridge.tls_cert and tls_key"
@@ -179,5 +197,6 @@ int main(int argc, char** argv) {
   safe::log_linef(safe::LogPriority::notice, "safe-kube-bridge: signal %d, stopping", sig);
   (void)systemd.notify("STOPPING=1");
   server.stop();
+  if (services) services->stop_thread();
   return 0;  // the Kubernetes target, destroyed first, stops and joins its threads
 }

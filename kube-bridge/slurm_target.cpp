@@ -44,6 +44,7 @@ Result<std::shared_ptr<const SlurmTarget::Index>> SlurmTarget::index() {
   for (const auto& job : **snapshot) {
     auto record = parse_bridge_comment(job.comment);
     if (!record || deleted(job.id)) continue;
+    if (!record->service.empty()) continue;  // a service's replica: shown by its service
     auto user = users_.by_uid(job.user_id);
     WorkloadView view = slurm_workload_view(job, *record, user ? user->name : std::to_string(job.user_id));
     index->by_job[job.id] = index->workloads.size();

@@ -1,5 +1,6 @@
 #include "kube-bridge/slurm_workload.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 #include "common/json_value.hpp"
@@ -62,6 +63,29 @@ SlurmJobRequest slurm_job_request(const WorkloadSpec& spec, const UserRecord& us
   return r;
 }
 
+SlurmJobRequest replica_job_request(const WorkloadSpec& spec, const UserRecord& user, const std::string& work_dir, int replica,
+                                    int port, const std::vector<std::string>& excluded_nodes) {
+  WorkloadSpec one = spec;
+  one.nodes = 1;
+  one.options.retries = 0;  // safed leaves a replica's job alone: the bridge replaces it
+  one.env.emplace_back("SAFE_SERVICE_NAME", spec.name);
+  one.env.emplace_back("SAFE_SERVICE_PORT", std::to_string(port));
+  one.env.emplace_back("SAFE_REPLICA", std::to_string(replica));
+  SlurmJobRequest r = slurm_job_request(one, user, work_dir);
+  r.name = spec.name + "-" + std::to_string(replica);
+  r.std_out = work_dir + "/safe-bridge-" + spec.name + "-r" + std::to_string(replica) + "-%j.out";
+  for (const auto& n : excluded_nodes)
+    if (std::find(r.excluded_nodes.begin(), r.excluded_nodes.end(), n) == r.excluded_nodes.end()) r.excluded_nodes.push_back(n);
+  Json record = json_take(json_object());
+  json_t* labels = json_object();
+  for (const auto& [k, v] : spec.labels) json_set(labels, k.c_str(), json_str(v));
+  json_set(record.get(), "labels", labels);
+  json_set(record.get(), "service", json_str(spec.name));
+  json_set(record.get(), "replica", json_integer(replica));
+  r.comment = std::string(kBridgeCommentPrefix) + json_text(record.get());
+  return r;
+}
+
 std::string slurm_workload_id(std::uint32_t job_id) { return "slurm-" + std::to_string(job_id); }
 
 std::optional<std::uint32_t> parse_slurm_workload_id(std::string_view id) {
@@ -95,6 +119,13 @@ std::optional<BridgeRecord> parse_bridge_comment(std::string_view comment) {
   json_t* v;
   json_object_foreach(json_object_get(j.get(), "labels"), key, v) {
     if (json_is_string(v)) record.labels[key] = json_string_value(v);
+  }
+  const json_t* service = json_object_get(j.get(), "service");
+  const json_t* replica = json_object_get(j.get(), "replica");
+  if (json_is_string(service) && json_is_integer(replica) && json_integer_value(replica) >= 0 &&
+      json_integer_value(replica) < 100000) {
+    record.service = json_string_value(service);
+    record.replica = static_cast<int>(json_integer_value(replica));
   }
   return record;
 }

@@ -19,6 +19,12 @@ constexpr std::string_view kBridgeCommentPrefix = "safe-bridge:";
 
 SlurmJobRequest slurm_job_request(const WorkloadSpec& spec, const UserRecord& user, const std::string& work_dir);
 
+// One replica's job of a service (kind service): the spec's command on one node, with
+// SAFE_SERVICE_NAME, SAFE_SERVICE_PORT and SAFE_REPLICA, no retries (the bridge restarts it), and
+// the service's mark in its Comment.
+SlurmJobRequest replica_job_request(const WorkloadSpec& spec, const UserRecord& user, const std::string& work_dir, int replica,
+                                    int port, const std::vector<std::string>& excluded_nodes);
+
 // The sbatch-style SPANK entries for the options a spec sets.
 std::vector<std::string> spank_env_for(const SafeOptions& options);
 
@@ -31,6 +37,10 @@ WorkloadPhase workload_phase(const SlurmJob& job);
 
 struct BridgeRecord {
   std::map<std::string, std::string> labels;
+  // A service's replica job (service_controller.hpp): the service's name and the replica's index;
+  // such a job is shown as part of its service, not as a workload of its own.
+  std::string service;
+  int replica = -1;
 };
 // nullopt when the job was not made by the bridge.
 std::optional<BridgeRecord> parse_bridge_comment(std::string_view comment);

@@ -1,5 +1,6 @@
 #include "kube-bridge/workload_spec.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <regex>
 
@@ -12,7 +13,13 @@ namespace {
 constexpr const char* kFields[] = {"name",    "workspace",  "target",  "image",         "command",
                                    "script",  "nodes",      "gpusPerNode", "cpusPerTask", "memory",
                                    "timeLimit", "retries",  "checkpoint", "health",     "hangTimeout",
-                                   "minNodes", "nodeMultiple", "env",    "excludedNodes", "labels"};
+                                   "minNodes", "nodeMultiple", "env",    "excludedNodes", "labels",
+                                   "kind",    "replicas",   "minReplicas", "maxReplicas", "port",
+                                   "readinessProbe", "livenessProbe", "scaling"};
+constexpr const char* kServiceOnlyFields[] = {"replicas", "minReplicas", "maxReplicas", "port",
+                                              "readinessProbe", "livenessProbe", "scaling"};
+// What a service has no use for: it restarts without a retry budget and runs until stopped.
+constexpr const char* kTrainingOnlyFields[] = {"retries", "checkpoint", "hangTimeout", "minNodes", "nodeMultiple", "nodes"};
 constexpr const char* kCheckpointFields[] = {"dir", "signal", "graceSeconds"};
 
 bool matches(std::string_view s, const char* pattern) {
@@ -91,6 +98,96 @@ std::optional<long long> memory_mb(std::string_view text) {
   return n * unit;
 }
 
+std::optional<ProbeSpec> read_probe(SpecReader& r, const json_t* v, const std::string& path) {
+  if (!json_is_object(v)) return r.error(path, "expects an object {httpPath}"), std::nullopt;
+  const char* key;
+  json_t* f;
+  json_object_foreach(const_cast<json_t*>(v), key, f) {
+    std::string k(key);
+    if (k == "command")
+      r.error(path + ".command", "command probes are not supported yet; give httpPath (an HTTP GET on the replica's port)");
+    else if (k != "httpPath")
+      r.error(path + "." + k.substr(0, 80), "unknown field; expected httpPath");
+  }
+  const json_t* p = json_object_get(v, "httpPath");
+  if (!p) {
+    if (!json_object_get(v, "command")) r.error(path + ".httpPath", "is required");
+    return std::nullopt;
+  }
+  auto s = r.string(p, path + ".httpPath", 1024);
+  if (!s) return std::nullopt;
+  if (!matches(*s, "/[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*"))
+    return r.error(path + ".httpPath", "expects a URL path such as /healthz (starting with '/', no spaces)"), std::nullopt;
+  return ProbeSpec{*s};
+}
+
+void read_service_fields(SpecReader& r, const json_t* root, WorkloadSpec& spec) {
+  ServiceSpec& svc = spec.service;
+  if (spec.kind != WorkloadKind::service) {
+    for (const char* f : kServiceOnlyFields)
+      if (json_object_get(root, f)) r.error(f, "only applies to kind service");
+    return;
+  }
+  for (const char* f : kTrainingOnlyFields)
+    if (json_object_get(root, f))
+      r.error(f, std::string_view(f) == "nodes" ? "a service's replica runs on one node; give replicas instead"
+                                                : "only applies to kind training: a service restarts its replicas "
+                                                  "until stopped, without retries or checkpoints");
+  if (spec.target == TargetKind::kubernetes)
+    r.error("kind", "services run on target slurm only for now; use target slurm");
+  if (const json_t* p = json_object_get(root, "port")) {
+    if (auto v = r.integer(p, "port", kMinServicePort, 65535)) svc.port = static_cast<int>(*v);
+  } else {
+    r.error("port", "is required for kind service: the port each replica listens on (SAFE_SERVICE_PORT)");
+  }
+  bool has_replicas = json_object_get(root, "replicas") != nullptr;
+  if (const json_t* v = json_object_get(root, "replicas"))
+    if (auto n = r.integer(v, "replicas", 1, kMaxReplicas)) svc.replicas = static_cast<int>(*n);
+  // Unset bounds follow replicas (and each other): {"replicas": 5, "maxReplicas": 3} is about
+  // replicas, not about the minimum.
+  const json_t* min_given = json_object_get(root, "minReplicas");
+  const json_t* max_given = json_object_get(root, "maxReplicas");
+  svc.min_replicas = svc.max_replicas = svc.replicas;
+  if (min_given)
+    if (auto n = r.integer(min_given, "minReplicas", 1, kMaxReplicas)) svc.min_replicas = static_cast<int>(*n);
+  if (max_given)
+    if (auto n = r.integer(max_given, "maxReplicas", 1, kMaxReplicas)) svc.max_replicas = static_cast<int>(*n);
+  if (!max_given) svc.max_replicas = std::max(svc.max_replicas, svc.min_replicas);
+  if (!min_given) svc.min_replicas = std::min(svc.min_replicas, svc.max_replicas);
+  if (!has_replicas) svc.replicas = svc.min_replicas;
+  if (svc.min_replicas > svc.max_replicas) r.error("minReplicas", "expects at most maxReplicas");
+  else if (svc.replicas < svc.min_replicas || svc.replicas > svc.max_replicas)
+    r.error("replicas", "expects a count from minReplicas to maxReplicas");
+  if (const json_t* p = json_object_get(root, "readinessProbe")) svc.readiness = read_probe(r, p, "readinessProbe");
+  if (const json_t* p = json_object_get(root, "livenessProbe")) svc.liveness = read_probe(r, p, "livenessProbe");
+  if (const json_t* s = json_object_get(root, "scaling")) {
+    if (!json_is_object(s)) return r.error("scaling", "expects an object {metric, targetPerReplica, cooldownSeconds}");
+    const char* key;
+    json_t* f;
+    json_object_foreach(const_cast<json_t*>(s), key, f) {
+      std::string k(key);
+      if (k != "metric" && k != "targetPerReplica" && k != "cooldownSeconds")
+        r.error("scaling." + k.substr(0, 80), "unknown field; expected metric, targetPerReplica or cooldownSeconds");
+    }
+    ScalingRule rule;
+    const json_t* m = json_object_get(s, "metric");
+    if (!m) r.error("scaling.metric", "is required: a metric the replicas serve at /metrics, such as queue_length");
+    else if (auto name = r.string(m, "scaling.metric", 200)) {
+      if (!matches(*name, "[a-zA-Z_:][a-zA-Z0-9_:]*")) r.error("scaling.metric", "expects a Prometheus metric name");
+      else rule.metric = *name;
+    }
+    const json_t* t = json_object_get(s, "targetPerReplica");
+    if (!t || !json_is_number(t) || json_number_value(t) <= 0 || json_number_value(t) > 1e12)
+      r.error("scaling.targetPerReplica", "expects a number above 0: the metric's value one replica should carry");
+    else rule.target_per_replica = json_number_value(t);
+    if (const json_t* c = json_object_get(s, "cooldownSeconds"))
+      if (auto n = r.integer(c, "scaling.cooldownSeconds", 0, kMaxCooldownSeconds)) rule.cooldown_seconds = static_cast<int>(*n);
+    if (svc.min_replicas == svc.max_replicas)
+      r.error("scaling", "needs room to scale: give minReplicas below maxReplicas");
+    svc.scaling = rule;
+  }
+}
+
 void read_fields(SpecReader& r, const json_t* root, WorkloadSpec& spec, SpecParse& out) {
   const char* key;
   json_t* v;
@@ -117,6 +214,14 @@ void read_fields(SpecReader& r, const json_t* root, WorkloadSpec& spec, SpecPars
       else r.error("target", "expects slurm or kubernetes");
     }
   }
+  if (const json_t* k = json_object_get(root, "kind")) {
+    if (auto s = r.string(k, "kind", 32)) {
+      if (*s == "training") spec.kind = WorkloadKind::training;
+      else if (*s == "service") spec.kind = WorkloadKind::service;
+      else r.error("kind", "expects training or service");
+    }
+  }
+  read_service_fields(r, root, spec);
   if (const json_t* w = json_object_get(root, "workspace")) r.option(spec.options, SafeOption::workspace, w, "workspace", false);
   if (const json_t* img = json_object_get(root, "image")) {
     if (auto s = r.string(img, "image", 512)) {
@@ -271,6 +376,8 @@ std::string_view to_string(TargetKind target) {
   return target == TargetKind::kubernetes ? "kubernetes" : "slurm";
 }
 
+std::string_view to_string(WorkloadKind kind) { return kind == WorkloadKind::service ? "service" : "training"; }
+
 SpecParse parse_workload_spec(std::string_view body) {
   SpecParse out;
   json_error_t err;
@@ -297,6 +404,7 @@ std::string workload_spec_json(const WorkloadSpec& spec) {
   json_t* o = j.get();
   json_set(o, "name", json_str(spec.name));
   json_set(o, "target", json_str(to_string(spec.target)));
+  json_set(o, "kind", json_str(to_string(spec.kind)));
   if (!spec.image.empty()) json_set(o, "image", json_str(spec.image));
   if (!spec.command.empty()) {
     json_t* command = json_array();
@@ -305,7 +413,29 @@ std::string workload_spec_json(const WorkloadSpec& spec) {
   } else {
     json_set(o, "script", json_str(spec.script));
   }
-  json_set(o, "nodes", json_integer(spec.nodes));
+  if (spec.kind == WorkloadKind::service) {
+    const ServiceSpec& svc = spec.service;
+    json_set(o, "replicas", json_integer(svc.replicas));
+    json_set(o, "minReplicas", json_integer(svc.min_replicas));
+    json_set(o, "maxReplicas", json_integer(svc.max_replicas));
+    json_set(o, "port", json_integer(svc.port));
+    auto probe = [](const ProbeSpec& p) {
+      json_t* j = json_object();
+      json_set(j, "httpPath", json_str(p.http_path));
+      return j;
+    };
+    if (svc.readiness) json_set(o, "readinessProbe", probe(*svc.readiness));
+    if (svc.liveness) json_set(o, "livenessProbe", probe(*svc.liveness));
+    if (svc.scaling) {
+      json_t* sc = json_object();
+      json_set(sc, "metric", json_str(svc.scaling->metric));
+      json_set(sc, "targetPerReplica", json_real(svc.scaling->target_per_replica));
+      json_set(sc, "cooldownSeconds", json_integer(svc.scaling->cooldown_seconds));
+      json_set(o, "scaling", sc);
+    }
+  } else {
+    json_set(o, "nodes", json_integer(spec.nodes));
+  }
   json_set(o, "gpusPerNode", json_integer(spec.gpus_per_node));
   json_set(o, "cpusPerTask", json_integer(spec.cpus_per_task));
   if (spec.memory_mb > 0) json_set(o, "memory", json_integer(spec.memory_mb));

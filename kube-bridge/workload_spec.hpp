@@ -17,9 +17,42 @@ namespace safe::bridge {
 enum class TargetKind { slurm, kubernetes };
 std::string_view to_string(TargetKind target);
 
+// training: a batch job that runs to its end (with retries); service: replicas that run until
+// stopped, each restarted wherever it fails (service_controller.hpp).
+enum class WorkloadKind { training, service };
+std::string_view to_string(WorkloadKind kind);
+
+// A probe of a replica: an HTTP GET of `http_path` on the replica's port (2xx or 3xx: passes).
+struct ProbeSpec {
+  std::string http_path;
+  bool operator==(const ProbeSpec&) const = default;
+};
+
+// Replicas wanted = ceil(sum over ready replicas of `metric` / target_per_replica), within
+// [min_replicas, max_replicas]; up at once, down only after cooldown_seconds of lower demand.
+struct ScalingRule {
+  std::string metric;  // a Prometheus metric name the replicas serve at /metrics on their port
+  double target_per_replica = 1;
+  int cooldown_seconds = 60;
+  bool operator==(const ScalingRule&) const = default;
+};
+
+struct ServiceSpec {
+  int replicas = 1;
+  int min_replicas = 1;
+  int max_replicas = 1;
+  int port = 0;  // each replica's, in SAFE_SERVICE_PORT (one per replica where nodes share a host)
+  std::optional<ProbeSpec> readiness;
+  std::optional<ProbeSpec> liveness;
+  std::optional<ScalingRule> scaling;
+  bool operator==(const ServiceSpec&) const = default;
+};
+
 struct WorkloadSpec {
   std::string name;
   TargetKind target = TargetKind::slurm;
+  WorkloadKind kind = WorkloadKind::training;
+  ServiceSpec service;  // kind service only
   std::string image;                 // Kubernetes: required; Slurm: ignored
   std::vector<std::string> command;  // argv; exactly one of command and script
   std::string script;                // a shell script (#! line optional)
@@ -62,5 +95,8 @@ constexpr std::size_t kMaxScriptBytes = 256 * 1024;
 constexpr std::size_t kMaxEnvEntries = 256;
 constexpr std::size_t kMaxLabels = 64;
 constexpr std::size_t kMaxListItems = 1024;
+constexpr int kMaxReplicas = 256;
+constexpr int kMinServicePort = 1024;  // users' processes cannot listen below it
+constexpr int kMaxCooldownSeconds = 24 * 3600;
 
 }  // namespace safe::bridge

@@ -37,6 +37,7 @@ using WorkloadList = std::shared_ptr<const std::vector<ListedWorkload>>;
 struct LogRequest {
   int attempt = 0;  // 1, 2, ...: the log holding that attempt; 0: the current attempt's
   std::size_t tail_bytes = kDefaultLogBytes;  // at most this many bytes, from the end
+  int replica = -1;  // a service's replica (0, 1, ...); -1: replica 0 (services), none (training)
 };
 
 struct EventList {

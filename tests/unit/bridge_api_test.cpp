@@ -13,6 +13,7 @@
 #include "kube-bridge/slurm_workload.hpp"
 #include "tests/unit/fake_slurm.hpp"
 #include "tests/unit/fake_user_directory.hpp"
+#include "tests/unit/health_test_support.hpp"
 #include "tests/unit/source_path.hpp"
 
 namespace safe::bridge {
@@ -531,6 +532,141 @@ TEST(OpenApi, DocumentsEveryRouteAndIsValidJson) {
     EXPECT_TRUE(json_object_get(paths, p)) << p;
   EXPECT_STREQ(json_string_value(json_object_get(doc, "openapi")), "3.0.3");
   json_decref(doc);
+}
+
+// Services through the API: the controller with the fake Slurm, probes answered by `healthy`.
+class BridgeServiceTest : public BridgeApiTest {
+ protected:
+  BridgeServiceTest() { start_controller(); }
+  void start_controller() {
+    ServiceSettings settings;
+    settings.state_dir = state.path() + "/bridge";
+    auto prober = [this](const std::vector<ProbeRequest>& requests, std::chrono::milliseconds) {
+      probed.insert(probed.end(), requests.begin(), requests.end());
+      std::vector<ProbeResult> out;
+      for (std::size_t i = 0; i < requests.size(); ++i) out.push_back({healthy, healthy ? 200 : 0, "queue 1\n"});
+      return out;
+    };
+    controller.reset();
+    controller = std::make_unique<ServiceController>(settings, slurm_cache, users, [](const std::string&, uid_t, std::size_t) {
+      return Result<std::string>(Error{"no output"});
+    }, prober, [this] { return now; });
+    ASSERT_TRUE(controller->load());
+    api->set_service_controller(controller.get());
+  }
+  void run_all() {
+    for (auto& j : slurm.jobs)
+      if (j.state == SlurmJobState::pending) {
+        j.state = SlurmJobState::running;
+        j.batch_host = j.nodes = "n1";
+      }
+  }
+  safe::test::TempDir state;
+  bool healthy = true;
+  std::time_t now = 1000;
+  std::vector<ProbeRequest> probed;
+  std::unique_ptr<ServiceController> controller;
+};
+
+const char* kService = R"({"name":"web","kind":"service","command":["serve","--fast"],"port":8000,"replicas":2,
+  "workspace":"ml","gpusPerNode":1,"readinessProbe":{"httpPath":"/healthz"}})";
+
+TEST_F(BridgeServiceTest, AServiceRunsAJobPerReplicaAsItsUser) {
+  ApiResponse r = call("POST", "/api/v1/workloads", "alice", kService);
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(created_id(r), "svc-web");
+  EXPECT_EQ(call("POST", "/api/v1/workloads", "alice", kService).status, 409);
+  controller->pass();
+  ASSERT_EQ(slurm.submitted.size(), 2u);
+  const SlurmJobRequest& job = slurm.submitted[1];
+  EXPECT_EQ(job.uid, 1001u);
+  EXPECT_EQ(job.name, "web-1");
+  EXPECT_EQ(job.nodes, 1);
+  EXPECT_EQ(job.gpus_per_node, 1);
+  EXPECT_EQ(job.std_out, "/home/alice/safe-bridge/safe-bridge-web-r1-%j.out");
+  auto has = [](const std::vector<std::string>& v, const std::string& e) { return std::find(v.begin(), v.end(), e) != v.end(); };
+  EXPECT_TRUE(has(job.environment, "SAFE_REPLICA=1"));
+  EXPECT_TRUE(has(job.environment, "SAFE_SERVICE_PORT=8000"));  // the fake's nodes have addresses of their own
+  EXPECT_TRUE(has(job.environment, "SAFE_SERVICE_NAME=web"));
+  EXPECT_TRUE(has(job.spank_env, spank_env_name(SafeOption::retries) + "=0")) << "safed leaves replicas to the bridge";
+  EXPECT_TRUE(has(job.spank_env, spank_env_name(SafeOption::workspace) + "=ml"));
+  EXPECT_EQ(job.script, "#!/bin/bash\nexec 'serve' '--fast'\n");
+
+  // The replicas' jobs are the service's: listed as one workload, not as slurm-N.
+  run_all();
+  controller->pass();
+  ApiResponse list = call("GET", "/api/v1/workloads", "alice");
+  EXPECT_NE(list.body.find(R"("total":1)"), std::string::npos) << list.body;
+  EXPECT_EQ(call("GET", "/api/v1/workloads/slurm-100", "alice").status, 404);
+  ApiResponse view = call("GET", "/api/v1/workloads/svc-web", "alice");
+  EXPECT_NE(view.body.find(R"("phase":"Running")"), std::string::npos) << view.body;
+  EXPECT_NE(view.body.find(R"("desired":2,"ready":2)"), std::string::npos) << view.body;
+  ApiResponse endpoints = call("GET", "/api/v1/workloads/svc-web/endpoints", "alice");
+  EXPECT_EQ(endpoints.status, 200);
+  EXPECT_NE(endpoints.body.find(R"({"host":"n1","port":8000,"ready":true,"replica":0})"), std::string::npos) << endpoints.body;
+  std::ifstream file(state.path() + "/bridge/endpoints/web.json");
+  std::stringstream text;
+  text << file.rdbuf();
+  EXPECT_EQ(text.str(), endpoints.body);
+  ASSERT_FALSE(probed.empty());
+  EXPECT_EQ(probed.back().path, "/healthz");
+  // Another user sees none of it; a training workload has no endpoints.
+  EXPECT_EQ(call("GET", "/api/v1/workloads/svc-web", "bob").status, 404);
+  EXPECT_EQ(call("GET", "/api/v1/workloads/svc-web/endpoints", "bob").status, 404);
+  std::string training = created_id(call("POST", "/api/v1/workloads", "alice", R"({"name":"t","script":"x"})"));
+  EXPECT_EQ(call("GET", "/api/v1/workloads/" + training + "/endpoints", "alice").status, 404);
+}
+
+TEST_F(BridgeServiceTest, ARestartedBridgeAdoptsTheReplicasItKept) {
+  ASSERT_EQ(call("POST", "/api/v1/workloads", "alice", kService).status, 201);
+  controller->pass();
+  run_all();
+  controller->pass();
+  start_controller();  // the bridge restarted: the state directory holds the service
+  controller->pass();
+  EXPECT_EQ(slurm.submitted.size(), 2u) << "no replica started twice";
+  EXPECT_NE(call("GET", "/api/v1/workloads/svc-web", "alice").body.find(R"("ready":2)"), std::string::npos);
+}
+
+TEST_F(BridgeServiceTest, StopAndDeleteLeaveNoJobAndNoFile) {
+  ASSERT_EQ(call("POST", "/api/v1/workloads", "alice", kService).status, 201);
+  controller->pass();
+  ApiResponse stopped = call("POST", "/api/v1/workloads/svc-web/stop", "alice");
+  EXPECT_EQ(stopped.status, 202);
+  EXPECT_NE(stopped.body.find(R"("phase":"Stopped")"), std::string::npos);
+  for (const auto& j : slurm.jobs) EXPECT_EQ(j.state, SlurmJobState::cancelled) << j.id;
+  controller->pass();
+  EXPECT_EQ(slurm.submitted.size(), 2u);
+  EXPECT_EQ(call("DELETE", "/api/v1/workloads/svc-web", "alice").status, 200);
+  EXPECT_EQ(call("GET", "/api/v1/workloads/svc-web", "alice").status, 404);
+  EXPECT_FALSE(std::filesystem::exists(state.path() + "/bridge/services/web.json"));
+  EXPECT_FALSE(std::filesystem::exists(state.path() + "/bridge/endpoints/web.json"));
+}
+
+TEST_F(BridgeServiceTest, AServiceTheWorkspacePolicyRefusesIsRefusedAtOnce) {
+  ApiResponse r = call("POST", "/api/v1/workloads", "bob", kService);  // bob is no member of ml
+  EXPECT_EQ(r.status, 403) << r.body;
+  controller->pass();
+  EXPECT_TRUE(slurm.submitted.empty());
+}
+
+TEST_F(BridgeServiceTest, AJobWearingAnotherUsersServiceMarkIsNotTakenForAReplica) {
+  ASSERT_EQ(call("POST", "/api/v1/workloads", "alice", R"({"name":"web","kind":"service","script":"x","port":8000})").status, 201);
+  SlurmJob forged;
+  forged.id = 50;
+  forged.user_id = 1002;  // bob: sbatch --comment with the bridge's mark
+  forged.state = SlurmJobState::running;
+  forged.comment = std::string(kBridgeCommentPrefix) + R"({"labels":{},"service":"web","replica":0})";
+  slurm.jobs.push_back(forged);
+  controller->pass();
+  EXPECT_EQ(slurm.jobs[0].state, SlurmJobState::running) << "bob's job was cancelled";
+  EXPECT_EQ(slurm.submitted.size(), 1u) << "alice's replica was not started";
+}
+
+TEST_F(BridgeApiTest, WithoutAStateDirectoryServicesAreRefused) {
+  ApiResponse r = call("POST", "/api/v1/workloads", "alice", R"({"name":"web","kind":"service","script":"x","port":8000})");
+  EXPECT_EQ(r.status, 422);
+  EXPECT_NE(r.body.find("services are off on this bridge"), std::string::npos) << r.body;
 }
 
 }  // namespace

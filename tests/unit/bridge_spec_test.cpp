@@ -103,9 +103,66 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"name":"a","script":"x","labels":{"-bad":"x"}})", "labels.-bad", "label key"},
         BadCase{R"({"name":"a","script":"x","labels":{"k":"v w"}})", "labels.k", "label value"},
         BadCase{R"({"name":"a","script":"x","colour":"red"})", "colour", "unknown field"},
+        // Services.
+        BadCase{R"({"name":"a","script":"x","kind":"daemon"})", "kind", "training or service"},
+        BadCase{R"({"name":"a","script":"x","kind":"service"})", "port", "is required for kind service"},
+        BadCase{R"({"name":"a","script":"x","kind":"service","port":80})", "port", "1024..65535"},
+        BadCase{R"({"name":"a","script":"x","replicas":2})", "replicas", "only applies to kind service"},
+        BadCase{R"({"name":"a","script":"x","kind":"service","port":8000,"nodes":2})", "nodes", "give replicas instead"},
+        BadCase{R"({"name":"a","script":"x","kind":"service","port":8000,"retries":2})", "retries", "without retries"},
+        BadCase{R"({"name":"a","script":"x","kind":"service","port":8000,"replicas":0})", "replicas", "1..256"},
+        BadCase{R"({"name":"a","script":"x","kind":"service","port":8000,"replicas":5,"maxReplicas":3})", "replicas",
+                "from minReplicas to maxReplicas"},
+        BadCase{R"({"name":"a","script":"x","kind":"service","port":8000,"minReplicas":4,"maxReplicas":3})", "minReplicas",
+                "at most maxReplicas"},
+        BadCase{R"({"name":"a","script":"x","kind":"service","port":8000,"readinessProbe":{"command":["true"]}})",
+                "readinessProbe.command", "not supported yet"},
+        BadCase{R"({"name":"a","script":"x","kind":"service","port":8000,"livenessProbe":{"httpPath":"healthz"}})",
+                "livenessProbe.httpPath", "starting with '/'"},
+        BadCase{R"({"name":"a","script":"x","kind":"service","port":8000,"livenessProbe":{"httpPath":"/a b"}})",
+                "livenessProbe.httpPath", "no spaces"},
+        BadCase{R"({"name":"a","script":"x","kind":"service","port":8000,"maxReplicas":3,"scaling":{"targetPerReplica":5}})",
+                "scaling.metric", "is required"},
+        BadCase{R"({"name":"a","script":"x","kind":"service","port":8000,"maxReplicas":3,"scaling":{"metric":"q-len","targetPerReplica":5}})",
+                "scaling.metric", "Prometheus metric name"},
+        BadCase{R"({"name":"a","script":"x","kind":"service","port":8000,"maxReplicas":3,"scaling":{"metric":"q","targetPerReplica":0}})",
+                "scaling.targetPerReplica", "above 0"},
+        BadCase{R"({"name":"a","script":"x","kind":"service","port":8000,"scaling":{"metric":"q","targetPerReplica":1}})",
+                "scaling", "minReplicas below maxReplicas"},
+        BadCase{R"({"name":"a","target":"kubernetes","image":"i","command":["x"],"kind":"service","port":8000})", "kind",
+                "target slurm only"},
         BadCase{R"([1,2])", "", "JSON object"},
         BadCase{R"({"name":"a","name":"b","script":"x"})", "", "invalid JSON"},
         BadCase{R"({"name":"a","script":"x")", "", "invalid JSON"}));
+
+TEST(WorkloadSpec, AServiceParsesAndRoundTrips) {
+  SpecParse p = parse_workload_spec(R"({"name":"web","kind":"service","command":["python3","-m","http.server"],"port":8000,
+    "replicas":3,"minReplicas":2,"maxReplicas":5,"gpusPerNode":1,"readinessProbe":{"httpPath":"/ready"},
+    "livenessProbe":{"httpPath":"/alive?x=1"},"scaling":{"metric":"queue_length","targetPerReplica":2.5,"cooldownSeconds":30},
+    "workspace":"ml","health":"strict"})");
+  ASSERT_TRUE(p.spec) << (p.errors.empty() ? "" : p.errors[0].path + ": " + p.errors[0].message);
+  const WorkloadSpec& s = *p.spec;
+  EXPECT_EQ(s.kind, WorkloadKind::service);
+  EXPECT_EQ(s.service.replicas, 3);
+  EXPECT_EQ(s.service.min_replicas, 2);
+  EXPECT_EQ(s.service.max_replicas, 5);
+  EXPECT_EQ(s.service.port, 8000);
+  EXPECT_EQ(s.service.readiness->http_path, "/ready");
+  EXPECT_EQ(s.service.liveness->http_path, "/alive?x=1");
+  EXPECT_EQ(s.service.scaling->metric, "queue_length");
+  EXPECT_EQ(s.service.scaling->target_per_replica, 2.5);
+  EXPECT_EQ(s.service.scaling->cooldown_seconds, 30);
+  SpecParse again = parse_workload_spec(workload_spec_json(s));
+  ASSERT_TRUE(again.spec) << again.errors[0].path << ": " << again.errors[0].message;
+  EXPECT_EQ(*again.spec, s);
+}
+
+TEST(WorkloadSpec, AServiceWithoutReplicasStartsAtItsMinimum) {
+  SpecParse p = parse_workload_spec(R"({"name":"web","kind":"service","script":"x","port":8000,"minReplicas":2,"maxReplicas":4})");
+  ASSERT_TRUE(p.spec);
+  EXPECT_EQ(p.spec->service.replicas, 2);
+  EXPECT_EQ(parse_workload_spec(R"({"name":"t","script":"x"})").spec->kind, WorkloadKind::training);
+}
 
 TEST(WorkloadSpec, ReportsEveryBadFieldAtOnce) {
   auto errors = errors_of(R"({"name":"a","script":"x","nodes":0,"retries":99,"health":"x"})");

@@ -1,0 +1,106 @@
+// Services on Slurm (kind service): one Slurm job per replica, kept going by the bridge. Each pass
+// (every second) reads the jobs and nodes from the bridge's SlurmCache, probes every running
+// replica at once (replica_probe.hpp), lets plan_service decide (service_plan.hpp), cancels and
+// submits what it decided, writes each changed service's record and its endpoints file, and
+// publishes the views the API reads, so that no API request waits on a pass or a replica.
+//
+// Why one job per replica (not one heterogeneous job): a replica fails, moves and scales alone;
+// a heterogeneous job starts, fails and is requeued as a whole.
+//
+// State: DIR/services/NAME.json (service_record.hpp), DIR/endpoints/NAME.json for a load balancer
+// ({"service", "endpoints": [{"host", "port", "ready", "replica"}]}). One bridge runs a cluster's
+// services: two bridges with the same state would both keep the replicas going.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "common/user_directory.hpp"
+#include "kube-bridge/replica_probe.hpp"
+#include "kube-bridge/service_plan.hpp"
+#include "kube-bridge/slurm_cache.hpp"
+#include "kube-bridge/slurm_target.hpp"
+#include "kube-bridge/workload_target.hpp"
+
+namespace safe::bridge {
+
+struct ServiceSettings {
+  std::string state_dir;  // "": services are not offered (the API refuses kind service)
+  std::chrono::milliseconds period{1000};
+  std::chrono::milliseconds probe_deadline{800};
+  int starts_per_minute = 60;  // replica jobs started, across every service
+};
+
+class ServiceController : public WorkloadTarget {
+ public:
+  using Prober = std::function<std::vector<ProbeResult>(const std::vector<ProbeRequest>&, std::chrono::milliseconds)>;
+  using Clock = std::function<std::time_t()>;
+  ServiceController(ServiceSettings settings, SlurmCache& slurm, UserDirectory& users, SlurmTarget::OutputReader read_output,
+                    Prober prober = probe_all, Clock clock = [] { return std::time(nullptr); });
+  ~ServiceController() override;
+
+  // Reads the services the state directory holds; a record that does not read is left alone and
+  // logged. Fails when the directory cannot be made or read.
+  Status load();
+  void start();  // the pass thread
+  void stop_thread();
+  // One pass (the thread's loop calls it; tests call it directly).
+  void pass();
+
+  // A new service; refused (Error::refused) when the name is taken.
+  Result<std::string> create(const WorkloadSpec& spec, const UserRecord& user, const std::string& work_dir);
+  // {"endpoints": [...]}, as the endpoints file has them; nullopt for no such service.
+  std::optional<std::string> endpoints(const std::string& id);
+
+  bool owns(const std::string& id) const override { return id.starts_with("svc-"); }
+  Result<WorkloadList> list() override;
+  Result<std::optional<ListedWorkload>> find(const std::string& id) override;
+  Result<EventList> events(const ListedWorkload& w) override;
+  Result<std::string> stop(const ListedWorkload& w, bool remove) override;
+  Result<WorkloadLog> logs(const ListedWorkload& w, const LogRequest& request) override;
+
+ private:
+  struct Service {
+    ServiceRecord record;
+    ServiceObservation seen;                 // the last pass's
+    std::map<std::uint32_t, int> liveness_failures;  // in a row, by job
+    std::string saved;                       // the record's file as last written
+    std::string endpoints_json;              // as last written
+  };
+  struct Published {
+    std::vector<ListedWorkload> workloads;
+    std::map<std::string, std::string> endpoints;  // by name
+    std::map<std::string, std::vector<ServiceEvent>> events;
+  };
+  void act(Service& s, const ServicePlan& plan);
+  void save(Service& s);
+  void publish();  // under mutex_
+  int start_budget();
+
+  ServiceSettings settings_;
+  SlurmCache& slurm_;
+  UserDirectory& users_;
+  SlurmTarget::OutputReader read_output_;
+  Prober prober_;
+  Clock clock_;
+
+  std::mutex mutex_;  // services_, and a pass as a whole (create and stop wait for a pass to end)
+  std::map<std::string, Service> services_;
+  double start_tokens_ = 0;
+  std::time_t tokens_at_ = 0;
+
+  std::mutex published_mutex_;
+  std::shared_ptr<const Published> published_ = std::make_shared<Published>();
+
+  std::mutex wake_mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace safe::bridge

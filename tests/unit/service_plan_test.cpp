@@ -1,0 +1,329 @@
+// Services' replicas: the pure rules of service_plan.hpp (restart, back-off, crash-looping,
+// replacement away from an unhealthy node, liveness, scaling, adoption), the record's file and
+// the metric reader.
+#include <gtest/gtest.h>
+
+#include "kube-bridge/replica_probe.hpp"
+#include "kube-bridge/service_plan.hpp"
+#include "kube-bridge/service_view.hpp"
+
+namespace safe::bridge {
+namespace {
+
+ServiceRecord service(int replicas, int min = 0, int max = 0) {
+  ServiceRecord r;
+  SpecParse p = parse_workload_spec(R"({"name":"web","kind":"service","command":["serve"],"port":8000,"replicas":)" +
+                                    std::to_string(replicas) + R"(,"minReplicas":)" + std::to_string(min ? min : replicas) +
+                                    R"(,"maxReplicas":)" + std::to_string(max ? max : replicas) +
+                                    (min != max ? R"(,"scaling":{"metric":"queue","targetPerReplica":10,"cooldownSeconds":30})" : "") +
+                                    "}");
+  EXPECT_TRUE(p.spec) << (p.errors.empty() ? "" : p.errors[0].message);
+  r.spec = *p.spec;
+  r.desired = replicas;
+  r.uid = 1001;
+  return r;
+}
+
+ReplicaJobObservation running(const std::string& node, bool ready = true) {
+  ReplicaJobObservation o;
+  o.live = o.running = true;
+  o.node = node;
+  o.host = "10.0.0." + node.substr(1);
+  o.ready = ready;
+  o.start_time = 1000;
+  return o;
+}
+
+ReplicaJobObservation pending(const std::string& reason = "") {
+  ReplicaJobObservation o;
+  o.live = true;
+  o.pending_reason = reason;
+  return o;
+}
+
+ReplicaJobObservation ended(int exit_code, std::time_t start, const std::string& node = "n1") {
+  ReplicaJobObservation o;
+  o.exit_code = exit_code;
+  o.node = node;
+  o.start_time = start;
+  return o;
+}
+
+class ServicePlanTest : public ::testing::Test {
+ protected:
+  // One pass at `now` with the jobs as given; starts get job ids 100, 101, ...
+  ServicePlan pass(ServiceRecord& r, std::time_t now, int budget = 100) {
+    seen.now = now;
+    ServicePlan plan = plan_service(r, seen, budget);
+    for (const auto& s : plan.starts) {
+      record_start(r, s, next_id, now);
+      seen.jobs[next_id] = pending();
+      ++next_id;
+    }
+    for (auto id : plan.cancels) seen.jobs[id].live = false;
+    return plan;
+  }
+  std::vector<std::string> event_types(const ServiceRecord& r) {
+    std::vector<std::string> out;
+    for (const auto& e : r.events) out.push_back(e.type);
+    return out;
+  }
+  ServiceObservation seen;
+  std::uint32_t next_id = 100;
+};
+
+TEST_F(ServicePlanTest, StartsEveryReplicaEachOnItsOwnPortWhereNodesShareAHost) {
+  ServiceRecord r = service(3);
+  seen.shared_hosts = true;
+  ServicePlan plan = pass(r, 1000);
+  ASSERT_EQ(plan.starts.size(), 3u);
+  EXPECT_EQ(plan.starts[0].port, 8000);
+  EXPECT_EQ(plan.starts[1].port, 8001);
+  EXPECT_EQ(plan.starts[2].port, 8002);
+  EXPECT_EQ(r.replicas[2].job_id, 102u);
+  EXPECT_TRUE(pass(r, 1001).starts.empty());  // all three have their jobs
+
+  ServiceRecord own_hosts = service(2);
+  seen = {};
+  plan = pass(own_hosts, 1000);
+  EXPECT_EQ(plan.starts[0].port, 8000);
+  EXPECT_EQ(plan.starts[1].port, 8000);
+}
+
+TEST_F(ServicePlanTest, AReplicaFailingByItselfBacksOffThenIsCrashLoopingWhileTheOthersRun) {
+  ServiceRecord r = service(2);
+  pass(r, 1000);
+  seen.jobs[101] = running("n2");
+  std::time_t t = 1010;
+  std::vector<int> waits;
+  for (int failure = 1; failure <= 4; ++failure) {
+    std::uint32_t job = r.replicas[0].job_id;
+    seen.jobs[job] = ended(1, t - 2);
+    ServicePlan plan = pass(r, t);
+    EXPECT_TRUE(plan.starts.empty()) << "failure " << failure << ": restarted before its back-off";
+    waits.push_back(static_cast<int>(r.replicas[0].not_before - t));
+    EXPECT_EQ(r.replicas[0].crash_looping, failure >= kCrashLoopFailures) << failure;
+    t = r.replicas[0].not_before;
+    plan = pass(r, t);
+    ASSERT_EQ(plan.starts.size(), 1u) << "failure " << failure;
+    EXPECT_EQ(plan.starts[0].index, 0);
+    EXPECT_EQ(r.replicas[1].job_id, 101u) << "the other replica is left alone";
+  }
+  EXPECT_EQ(waits, (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(r.replicas[0].restarts, 4);
+  int crash_events = 0;
+  for (const auto& e : r.events) crash_events += e.type == "CrashLooping";
+  EXPECT_EQ(crash_events, 1);
+  EXPECT_NE(r.replicas[0].last_failure.find("exit code 1"), std::string::npos) << r.replicas[0].last_failure;
+
+  // Ready for a minute: the loop is over, and the next failure starts counting again.
+  seen.jobs[r.replicas[0].job_id] = running("n1");
+  pass(r, t + 1);
+  pass(r, t + 1 + kStableRunS);
+  EXPECT_FALSE(r.replicas[0].crash_looping);
+  EXPECT_EQ(r.replicas[0].failures, 0);
+}
+
+TEST_F(ServicePlanTest, TheBackOffStopsGrowingAtItsMaximum) {
+  ServiceRecord r = service(1);
+  pass(r, 1000);
+  std::time_t t = 1000;
+  for (int i = 0; i < 12; ++i) {
+    seen.jobs[r.replicas[0].job_id] = ended(1, t);
+    pass(r, t + 1);
+    t = r.replicas[0].not_before;
+    pass(r, t);
+  }
+  seen.jobs[r.replicas[0].job_id] = ended(1, t);
+  pass(r, t + 1);
+  EXPECT_EQ(r.replicas[0].not_before - (t + 1), kMaxBackoffS);
+}
+
+TEST_F(ServicePlanTest, AReplicaLostWithItsNodeStartsAtOnceElsewhereWithoutCountingAFailure) {
+  ServiceRecord r = service(1);
+  pass(r, 1000);
+  ReplicaJobObservation lost = ended(0, 900, "n3");
+  lost.node_fault = true;
+  seen.jobs[100] = lost;
+  ServicePlan plan = pass(r, 1010);
+  ASSERT_EQ(plan.starts.size(), 1u);
+  EXPECT_EQ(plan.starts[0].excluded_nodes, std::vector<std::string>{"n3"});
+  EXPECT_EQ(r.replicas[0].failures, 0);
+  EXPECT_EQ(event_types(r).back(), "ReplicaStarted");
+}
+
+TEST_F(ServicePlanTest, AReplicaOnAnUnhealthyNodeIsReplacedBeforeItsJobIsCancelled) {
+  ServiceRecord r = service(2);
+  pass(r, 1000);
+  seen.jobs[100] = running("n1");
+  seen.jobs[101] = running("n2");
+  pass(r, 1001);
+  seen.jobs[100].node_unhealthy = true;  // n1 drained under it (a GPU fault)
+  ServicePlan plan = pass(r, 1005);
+  ASSERT_EQ(plan.starts.size(), 1u);
+  EXPECT_TRUE(plan.starts[0].replacement);
+  EXPECT_EQ(plan.starts[0].excluded_nodes, std::vector<std::string>{"n1"});
+  EXPECT_TRUE(plan.cancels.empty()) << "the old job serves until its replacement is ready";
+  EXPECT_EQ(r.replicas[0].replacement_job, 102u);
+  // Starting: nothing changes, and no second replacement.
+  seen.jobs[102] = running("n3", false);
+  plan = pass(r, 1006);
+  EXPECT_TRUE(plan.starts.empty());
+  EXPECT_TRUE(plan.cancels.empty());
+  // Ready: it takes over, the old job goes.
+  seen.jobs[102].ready = true;
+  plan = pass(r, 1008);
+  EXPECT_EQ(plan.cancels, std::vector<std::uint32_t>{100});
+  EXPECT_EQ(r.replicas[0].job_id, 102u);
+  EXPECT_EQ(r.replicas[0].replacement_job, 0u);
+  // The cancelled job's end is no failure.
+  seen.jobs[100] = ended(0, 1000);
+  plan = pass(r, 1010);
+  EXPECT_TRUE(plan.starts.empty());
+  EXPECT_EQ(r.replicas[0].restarts, 0);
+  EXPECT_EQ(event_types(r).back(), "ReplicaReplaced");
+}
+
+TEST_F(ServicePlanTest, AFailingLivenessProbeRestartsTheReplica) {
+  ServiceRecord r = service(1);
+  pass(r, 1000);
+  seen.jobs[100] = running("n1");
+  seen.jobs[100].liveness_failures = kLivenessFailures - 1;
+  EXPECT_TRUE(pass(r, 1001).cancels.empty());
+  seen.jobs[100].liveness_failures = kLivenessFailures;
+  ServicePlan plan = pass(r, 1002);
+  EXPECT_EQ(plan.cancels, std::vector<std::uint32_t>{100});
+  EXPECT_EQ(r.replicas[0].failures, 1);
+  EXPECT_NE(r.replicas[0].last_failure.find("liveness"), std::string::npos);
+  plan = pass(r, r.replicas[0].not_before);
+  EXPECT_EQ(plan.starts.size(), 1u);
+}
+
+TEST_F(ServicePlanTest, ScalesUpAtOnceAndDownOnlyAfterTheCooldown) {
+  ServiceRecord r = service(1, 1, 4);
+  pass(r, 1000);
+  seen.jobs[100] = running("n1");
+  seen.jobs[100].metric = 35;  // 35 / 10 per replica: 4
+  ServicePlan plan = pass(r, 1001);
+  EXPECT_EQ(r.desired, 4);
+  EXPECT_EQ(plan.starts.size(), 3u);
+  for (std::uint32_t id = 101; id <= 103; ++id) {
+    seen.jobs[id] = running("n" + std::to_string(id - 99));
+    seen.jobs[id].metric = 0;
+  }
+  seen.jobs[100].metric = 12;  // 12 over four: 2 would do
+  pass(r, 1002);
+  pass(r, 1020);
+  EXPECT_EQ(r.desired, 4) << "down before the cooldown";
+  plan = pass(r, 1002 + 30);
+  EXPECT_EQ(r.desired, 2);
+  EXPECT_EQ(plan.cancels, (std::vector<std::uint32_t>{103, 102})) << "the highest replicas go";
+  EXPECT_EQ(r.replicas.size(), 2u);
+  // Never below the minimum, never above the maximum.
+  seen.jobs[100].metric = 0;
+  seen.jobs[101].metric = 0;
+  pass(r, 1100);
+  pass(r, 1200);
+  EXPECT_EQ(r.desired, 1);
+  seen.jobs[100].metric = 1e9;
+  pass(r, 1300);
+  EXPECT_EQ(r.desired, 4);
+}
+
+TEST_F(ServicePlanTest, WithoutAnyReplicaReportingTheMetricTheCountStays) {
+  ServiceRecord r = service(2, 1, 4);
+  pass(r, 1000);
+  seen.jobs[100] = running("n1", false);
+  seen.jobs[100].metric = 1000;  // not ready: not counted
+  pass(r, 1001);
+  pass(r, 2000);
+  EXPECT_EQ(r.desired, 2);
+}
+
+TEST_F(ServicePlanTest, AJobWithTheServicesMarkIsAdoptedByAReplicaWithoutOneElseCancelled) {
+  ServiceRecord r = service(2);
+  seen.jobs[50] = running("n1");
+  seen.jobs[51] = running("n2");
+  seen.jobs[52] = running("n3");
+  seen.unclaimed = {{50, 0}, {51, 0}, {52, 7}};
+  ServicePlan plan = pass(r, 1000);
+  EXPECT_EQ(r.replicas[0].job_id, 50u);
+  EXPECT_EQ(plan.cancels, (std::vector<std::uint32_t>{51, 52}));
+  ASSERT_EQ(plan.starts.size(), 1u);
+  EXPECT_EQ(plan.starts[0].index, 1);
+}
+
+TEST_F(ServicePlanTest, StartsWaitForTheRateLimit) {
+  ServiceRecord r = service(5);
+  int budget = 2;
+  seen.now = 1000;
+  ServicePlan plan = plan_service(r, seen, budget);
+  EXPECT_EQ(plan.starts.size(), 2u);
+  EXPECT_EQ(budget, 0);
+}
+
+TEST_F(ServicePlanTest, StopCancelsEveryJobAndStartsNothingAgain) {
+  ServiceRecord r = service(2);
+  pass(r, 1000);
+  ServicePlan plan = stop_service(r, 1001);
+  EXPECT_EQ(plan.cancels, (std::vector<std::uint32_t>{100, 101}));
+  EXPECT_TRUE(pass(r, 1002).starts.empty());
+  // A job that was being submitted as it stopped is cancelled when it shows up.
+  seen.jobs[77] = running("n1");
+  seen.unclaimed = {{77, 0}};
+  EXPECT_EQ(pass(r, 1003).cancels, std::vector<std::uint32_t>{77});
+  EXPECT_EQ(service_phase(r, seen), WorkloadPhase::stopped);
+}
+
+TEST_F(ServicePlanTest, TheRecordReadsBackAsItWasWritten) {
+  ServiceRecord r = service(2, 1, 4);
+  r.user = "alice";
+  r.work_dir = "/home/alice/safe-bridge";
+  pass(r, 1000);
+  seen.jobs[100] = ended(1, 990);
+  pass(r, 1001);
+  r.replicas[1].avoid_nodes = {"n3"};
+  r.replicas[1].replacement_job = 7;
+  auto back = parse_service_record(service_record_json(r));
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(*back, r);
+  EXPECT_FALSE(parse_service_record("{\"version\":2}"));
+  EXPECT_FALSE(parse_service_record("not json"));
+}
+
+TEST_F(ServicePlanTest, TheViewAndEndpointsShowEachReplica) {
+  ServiceRecord r = service(2);
+  seen.shared_hosts = true;
+  pass(r, 1000);
+  seen.jobs[100] = running("n1");
+  seen.jobs[101] = pending("Licenses");
+  pass(r, 1001);
+  EXPECT_EQ(service_phase(r, seen), WorkloadPhase::running);
+  std::string endpoints = json_text(render_endpoints(r, seen).get());
+  EXPECT_EQ(endpoints, R"({"service":"web","endpoints":[{"host":"10.0.0.1","port":8000,"ready":true,"replica":0}]})");
+  std::string view = json_text(render_service(r, seen).get());
+  EXPECT_NE(view.find(R"("desired":2,"ready":1)"), std::string::npos) << view;
+  EXPECT_NE(view.find(R"("state":"Pending","ready":false,"jobId":101,"node":null,"port":8001,"reason":"Licenses")"), std::string::npos)
+      << view;
+}
+
+TEST(MetricTotal, SumsEverySampleOfTheMetricAndNothingElse) {
+  const char* text =
+      "# HELP queue Requests waiting.\n# TYPE queue gauge\nqueue{model=\"a}b\"} 3\nqueue{model=\"c\"} 4.5\n"
+      "queue_total 100\nqueue 1 1700000000\nother 7\nqueue NaN\nqueue{broken 5\n";
+  EXPECT_EQ(metric_total(text, "queue"), 8.5);
+  EXPECT_EQ(metric_total(text, "queue_total"), 100);
+  EXPECT_FALSE(metric_total(text, "absent"));
+  EXPECT_FALSE(metric_total("", "queue"));
+}
+
+TEST(WantedReplicas, RoundsUpWithinTheBounds) {
+  ScalingRule rule{"q", 10, 30};
+  EXPECT_EQ(wanted_replicas(rule, 0, 1, 5), 1);
+  EXPECT_EQ(wanted_replicas(rule, 10, 1, 5), 1);
+  EXPECT_EQ(wanted_replicas(rule, 10.5, 1, 5), 2);
+  EXPECT_EQ(wanted_replicas(rule, 1e300, 1, 5), 5);
+}
+
+}  // namespace
+}  // namespace safe::bridge
