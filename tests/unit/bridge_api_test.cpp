@@ -525,7 +525,8 @@ TEST(OpenApi, DocumentsEveryRouteAndIsValidJson) {
   ASSERT_TRUE(doc) << err.text;
   json_t* paths = json_object_get(doc, "paths");
   for (const char* p : {"/api/v1/workloads", "/api/v1/workloads/{id}", "/api/v1/workloads/{id}/stop",
-                        "/api/v1/workloads/{id}/logs", "/api/v1/workloads/{id}/events", "/api/v1/workspaces",
+                        "/api/v1/workloads/{id}/logs", "/api/v1/workloads/{id}/events", "/api/v1/workloads/{id}/endpoints",
+                        "/api/v1/workspaces",
                         "/api/v1/workspaces/{name}", "/api/v1/nodes", "/api/v1/nodes/{name}/faults", "/api/v1/failovers",
                         "/api/v1/ettr-history", "/api/v1/gpu-health",
                         "/healthz", "/metrics", "/openapi.json"})
