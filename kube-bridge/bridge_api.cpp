@@ -219,18 +219,18 @@ ApiResponse BridgeApi::create_service(const WorkloadSpec& spec, const Principal&
   if (!decision.accepted) return error_response(403, decision.message);
   auto work_dir = work_dirs_.prepare(who.user);
   if (!work_dir) return error_response(422, work_dir.error());
-  auto created = services_->create(spec, who.user, *work_dir);
-  if (!created) return error_response(created.refused() ? 409 : 503, created.error());
+  CreateOutcome created = services_->create(spec, who.user, *work_dir);
+  if (created.status != 201) return error_response(created.status, created.text);
   metrics_.count_created(false);
   Json body = json_take(json_object());
-  json_set(body.get(), "id", json_str(*created));
+  json_set(body.get(), "id", json_str(created.text));
   json_set(body.get(), "name", json_str(spec.name));
   json_set(body.get(), "target", json_string("slurm"));
   json_set(body.get(), "kind", json_string("service"));
   json_set(body.get(), "phase", json_string("Pending"));
   if (!decision.message.empty()) json_set(body.get(), "notice", json_str(decision.message));
   ApiResponse r = json_response(201, body.get());
-  r.headers.emplace_back("Location", "/api/v1/workloads/" + *created);
+  r.headers.emplace_back("Location", "/api/v1/workloads/" + created.text);
   return r;
 }
 

@@ -4,12 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
-#include <cstdlib>
 
 #include "common/atomic_file.hpp"
 #include "common/daemon_log.hpp"
@@ -20,8 +20,17 @@
 namespace safe::bridge {
 namespace {
 
-Status make_dir(const std::string& path) {
-  if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return Error{path + ": " + std::strerror(errno)};
+// A directory of the bridge's: made with `mode` when missing, and refused when anyone but root
+// (the bridge's user) could write into it, for a planted record would run jobs as its uid.
+Status own_dir(const std::string& path, mode_t mode) {
+  if (mkdir(path.c_str(), mode) != 0 && errno != EEXIST) return Error{path + ": " + std::strerror(errno)};
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return Error{path + ": " + std::strerror(errno)};
+  if (!S_ISDIR(st.st_mode)) return Error{path + " is not a directory"};
+  if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)))
+    return Error{path + " must belong to the bridge's user (uid " + std::to_string(geteuid()) +
+                 ") and be writable by no one else; chown and chmod go-w it"};
+  if ((st.st_mode & 07777) != mode && chmod(path.c_str(), mode) != 0) return Error{path + ": " + std::strerror(errno)};
   return ok_status();
 }
 
@@ -31,10 +40,11 @@ struct NodeFacts {
   bool down = false;
 };
 
-ReplicaJobObservation observe(const SlurmJob& job, const std::map<std::string, NodeFacts>& nodes) {
+ReplicaJobObservation observe(const SlurmJob& job, int port, const std::map<std::string, NodeFacts>& nodes, std::time_t now) {
   ReplicaJobObservation o;
   o.live = !has_ended(job);
   o.running = job.state == SlurmJobState::running && !job.requeued;
+  o.port = port;
   o.node = !job.batch_host.empty() ? job.batch_host : job.nodes;
   auto node = nodes.find(o.node);
   if (node != nodes.end()) {
@@ -47,6 +57,7 @@ ReplicaJobObservation observe(const SlurmJob& job, const std::map<std::string, N
   o.exit_code = static_cast<int>(job.exit_code >> 8);
   o.start_time = job.start_time;
   o.end_time = job.end_time;
+  o.ends_soon = o.running && job.end_time > 0 && job.end_time - now < kRetireAheadS;
   return o;
 }
 
@@ -60,8 +71,8 @@ ServiceController::ServiceController(ServiceSettings settings, SlurmCache& slurm
 ServiceController::~ServiceController() { stop_thread(); }
 
 Status ServiceController::load() {
-  for (const char* sub : {"", "/services", "/endpoints"})
-    if (auto made = make_dir(settings_.state_dir + sub); !made) return made;
+  for (auto [sub, mode] : {std::pair{"", 0755}, std::pair{"/services", 0700}, std::pair{"/endpoints", 0755}})
+    if (auto made = own_dir(settings_.state_dir + sub, static_cast<mode_t>(mode)); !made) return made;
   std::string dir = settings_.state_dir + "/services";
   DIR* d = opendir(dir.c_str());
   if (!d) return Error{dir + ": " + std::strerror(errno)};
@@ -74,8 +85,11 @@ Status ServiceController::load() {
     text << in.rdbuf();
     auto record = parse_service_record(text.str());
     if (!record || record->spec.name + ".json" != file) {
-      log_linef(LogPriority::error, "safe-kube-bridge: %s/%s: %s; left alone (move it away, or fix it and restart)", dir.c_str(),
-                file.c_str(), record ? "its name is not its service's" : record.error().c_str());
+      log_linef(LogPriority::error,
+                "safe-kube-bridge: %s/%s: %s; left alone, its name kept taken (its replicas' jobs run on: cancel them, then "
+                "move the file away and restart)",
+                dir.c_str(), file.c_str(), record ? "its name is not its service's" : record.error().c_str());
+      unreadable_.insert(file.substr(0, file.size() - 5));
       continue;
     }
     Service s;
@@ -92,10 +106,11 @@ void ServiceController::start() {
   thread_ = std::thread([this] {
     std::unique_lock lock(wake_mutex_);
     while (!stopping_) {
+      wake_pending_ = false;
       lock.unlock();
       pass();
       lock.lock();
-      wake_.wait_for(lock, settings_.period, [this] { return stopping_; });
+      wake_.wait_for(lock, settings_.period, [this] { return stopping_ || wake_pending_; });
     }
   });
 }
@@ -120,7 +135,7 @@ int ServiceController::start_budget() {
 
 void ServiceController::pass() {
   std::lock_guard lock(mutex_);
-  if (services_.empty()) return;
+  if (services_.empty() && deleting_.empty()) return;
   auto jobs = slurm_.jobs();
   auto nodes = slurm_.nodes();
   if (!jobs || !nodes) {
@@ -128,27 +143,41 @@ void ServiceController::pass() {
               (!jobs ? jobs.error() : nodes.error()).c_str());
     return;
   }
+  std::time_t now = clock_();
   std::map<std::string, NodeFacts> node_facts;
-  std::map<std::string, int> per_address;
-  bool shared_hosts = false;
+  std::set<std::string> usable;
   for (const auto& n : *nodes) {
     std::string host = !n.addr.empty() ? n.addr : !n.hostname.empty() ? n.hostname : n.name;
     node_facts[n.name] = {host, n.drain || n.down, n.down};
-    shared_hosts = shared_hosts || ++per_address[host] > 1;
+    if (!n.drain && !n.down) usable.insert(n.name);
   }
   // The services' jobs, by service; a job counts only when its user owns the service (anyone can
-  // write a Comment that looks like the bridge's mark).
-  std::map<std::string, std::vector<std::pair<const SlurmJob*, int>>> marked;
+  // write a Comment that looks like the bridge's mark). A deleted service's jobs still running
+  // are cancelled; once none runs, the service is forgotten.
+  struct Marked {
+    const SlurmJob* job;
+    BridgeRecord mark;
+  };
+  std::map<std::string, std::vector<Marked>> marked;
+  std::set<std::string> still_deleting;
   for (const auto& job : **jobs) {
     auto mark = parse_bridge_comment(job.comment);
     if (!mark || mark->service.empty()) continue;
+    if (auto d = deleting_.find(mark->service); d != deleting_.end() && d->second == job.user_id) {
+      if (has_ended(job)) continue;
+      still_deleting.insert(mark->service);
+      if (Status cancelled = slurm_.cancel(job.id); !cancelled)
+        log_linef(LogPriority::warning, "safe-kube-bridge: deleted service %s: cannot cancel job %u: %s", mark->service.c_str(), job.id,
+                  cancelled.error().c_str());
+      continue;
+    }
     auto it = services_.find(mark->service);
     if (it == services_.end() || it->second.record.uid != job.user_id) continue;
-    marked[mark->service].push_back({&job, mark->replica});
+    marked[mark->service].push_back({&job, *mark});
   }
+  for (auto it = deleting_.begin(); it != deleting_.end();) it = still_deleting.count(it->first) ? std::next(it) : deleting_.erase(it);
 
   // Observe, then probe every running replica of every service at once.
-  std::time_t now = clock_();
   std::vector<ProbeRequest> probes;
   struct ProbeUse {
     Service* service;
@@ -159,18 +188,18 @@ void ServiceController::pass() {
   for (auto& [name, s] : services_) {
     s.seen = ServiceObservation{};
     s.seen.now = now;
-    s.seen.shared_hosts = shared_hosts;
+    s.seen.usable_nodes = usable;
     std::map<std::uint32_t, int> ports;
     for (const auto& x : s.record.replicas) {
       if (x.job_id) ports[x.job_id] = x.port;
       if (x.replacement_job) ports[x.replacement_job] = x.replacement_port;
     }
-    for (auto [job, replica] : marked[name]) {
-      ReplicaJobObservation o = observe(*job, node_facts);
+    for (const auto& [job, mark] : marked[name]) {
+      ReplicaJobObservation o = observe(*job, mark.port, node_facts, now);
       s.seen.jobs[job->id] = o;
       auto port = ports.find(job->id);
       if (port == ports.end()) {
-        s.seen.unclaimed[job->id] = replica;
+        s.seen.unclaimed[job->id] = mark.replica;
         continue;
       }
       if (!o.running || o.host.empty()) continue;
@@ -194,59 +223,81 @@ void ServiceController::pass() {
   std::vector<ProbeResult> results = prober_(probes, settings_.probe_deadline);
   for (std::size_t i = 0; i < uses.size() && i < results.size(); ++i) {
     Service& s = *uses[i].service;
-    ReplicaJobObservation& o = s.seen.jobs[uses[i].job];
+    std::uint32_t id = uses[i].job;
+    ReplicaJobObservation& o = s.seen.jobs[id];
     const ProbeResult& r = results[i];
-    if (uses[i].what == ProbeUse::ready) o.ready = r.passed();
-    else if (uses[i].what == ProbeUse::live) o.liveness_failures = r.passed() ? 0 : s.liveness_failures[uses[i].job] + 1;
-    else if (r.passed()) o.metric = metric_total(r.body, s.record.spec.service.scaling->metric);
+    if (uses[i].what == ProbeUse::ready) {
+      o.ready = r.passed();
+    } else if (uses[i].what == ProbeUse::live) {
+      // Failures count only once the probe has passed: a server still loading is not killed.
+      if (r.passed()) s.liveness_passed.insert(id);
+      o.liveness_failures = r.passed() || !s.liveness_passed.count(id) ? 0 : s.liveness_failures[id] + 1;
+    } else if (r.passed()) {
+      o.metric = metric_total(r.body, s.record.spec.service.scaling->metric);
+    }
   }
 
+  // Services plan in turn, a different one first each pass, so that no service's starts keep
+  // another's waiting for the rate limit.
   int budget = start_budget();
-  int budget_before = budget;
-  for (auto& [name, s] : services_) {
-    s.liveness_failures.clear();
-    for (const auto& [id, o] : s.seen.jobs)
-      if (o.liveness_failures) s.liveness_failures[id] = o.liveness_failures;
-    ServicePlan plan = plan_service(s.record, s.seen, budget);
-    act(s, plan);
-    save(s);
+  int started = 0;
+  std::vector<Service*> order;
+  for (auto& [name, s] : services_) order.push_back(&s);
+  if (!order.empty()) std::rotate(order.begin(), order.begin() + static_cast<long>(first_++ % order.size()), order.end());
+  for (Service* s : order) {
+    s->liveness_failures.clear();
+    for (const auto& [id, o] : s->seen.jobs)
+      if (o.liveness_failures) s->liveness_failures[id] = o.liveness_failures;
+    for (auto it = s->liveness_passed.begin(); it != s->liveness_passed.end();)
+      it = s->seen.jobs.count(*it) ? std::next(it) : s->liveness_passed.erase(it);
+    ServicePlan plan = plan_service(s->record, s->seen, budget);
+    int took = act(*s, plan);
+    started += took;
+    budget += static_cast<int>(plan.starts.size()) - took;  // a start Slurm refused costs nothing
+    save(*s);
   }
-  start_tokens_ -= budget_before - budget;
+  start_tokens_ -= started;
   publish();
 }
 
-void ServiceController::act(Service& s, const ServicePlan& plan) {
+int ServiceController::act(Service& s, const ServicePlan& plan) {
   ServiceRecord& r = s.record;
   for (auto id : plan.cancels)
     if (Status cancelled = slurm_.cancel(id); !cancelled)
-      log_linef(LogPriority::warning, "safe-kube-bridge: service %s: cannot cancel job %u: %s", r.spec.name.c_str(), id,
-                cancelled.error().c_str());
-  if (plan.starts.empty()) return;
+      log_linef(LogPriority::warning, "safe-kube-bridge: service %s: cannot cancel job %u: %s (tried again next pass)",
+                r.spec.name.c_str(), id, cancelled.error().c_str());
+  if (plan.starts.empty()) return 0;
+  int took = 0;
   auto user = users_.by_uid(r.uid);
   for (const auto& start : plan.starts) {
     if (!user) {
       record_start_failed(r, start, "its user (uid " + std::to_string(r.uid) + ") is gone from the user database", s.seen.now);
       continue;
     }
-    std::vector<std::string> excluded = start.excluded_nodes;
-    SlurmJobRequest request = replica_job_request(r.spec, *user, r.work_dir, start.index, start.port, excluded);
+    SlurmJobRequest request = replica_job_request(r.spec, *user, r.work_dir, start.index, start.port, start.excluded_nodes);
     auto submitted = slurm_.submit(request);
-    if (!submitted) record_start_failed(r, start, submitted.error(), s.seen.now);
-    else record_start(r, start, *submitted, s.seen.now);
+    if (!submitted) {
+      record_start_failed(r, start, submitted.error(), s.seen.now);
+    } else {
+      record_start(r, start, *submitted, s.seen.now);
+      ++took;
+    }
   }
+  return took;
 }
 
 void ServiceController::save(Service& s) {
   std::string text = service_record_json(s.record);
   if (text != s.saved) {
-    if (Status written = write_file_atomically(settings_.state_dir + "/services/" + s.record.spec.name + ".json", text); !written)
+    if (Status written = write_file_atomically(settings_.state_dir + "/services/" + s.record.spec.name + ".json", text, 0600); !written)
       log_linef(LogPriority::error, "safe-kube-bridge: service %s: cannot save its record: %s", s.record.spec.name.c_str(),
                 written.error().c_str());
     else s.saved = std::move(text);
   }
   std::string endpoints = json_text(render_endpoints(s.record, s.seen).get());
   if (endpoints != s.endpoints_json) {
-    if (Status written = write_file_atomically(settings_.state_dir + "/endpoints/" + s.record.spec.name + ".json", endpoints); !written)
+    if (Status written = write_file_atomically(settings_.state_dir + "/endpoints/" + s.record.spec.name + ".json", endpoints, 0644);
+        !written)
       log_linef(LogPriority::error, "safe-kube-bridge: service %s: cannot write its endpoints file: %s", s.record.spec.name.c_str(),
                 written.error().c_str());
     else s.endpoints_json = std::move(endpoints);
@@ -261,15 +312,27 @@ void ServiceController::publish() {
                               s.record.spec.options.workspace.value_or(""), json_text(view.get())});
     out->endpoints[name] = json_text(render_endpoints(s.record, s.seen).get());
     out->events[name] = {s.record.events.begin(), s.record.events.end()};
+    LogSource& logs = out->logs[name];
+    logs.uid = s.record.uid;
+    logs.work_dir = s.record.work_dir;
+    for (const auto& x : s.record.replicas)
+      if (x.job_id || x.last_job) logs.jobs[x.index] = x.job_id ? x.job_id : x.last_job;
   }
   std::lock_guard lock(published_mutex_);
   published_ = out;
 }
 
-Result<std::string> ServiceController::create(const WorkloadSpec& spec, const UserRecord& user, const std::string& work_dir) {
+CreateOutcome ServiceController::create(const WorkloadSpec& spec, const UserRecord& user, const std::string& work_dir) {
   std::lock_guard lock(mutex_);
-  if (services_.count(spec.name))
-    return Error{"a service named '" + spec.name + "' exists; choose another name, or delete it first", true};
+  if (services_.count(spec.name) || unreadable_.count(spec.name))
+    return {409, "a service named '" + spec.name + "' exists (service names are the cluster's, not each user's); choose another "
+                 "name, or delete yours first"};
+  if (deleting_.count(spec.name))
+    return {409, "a service named '" + spec.name + "' is being deleted (its jobs are ending); try again in a few seconds"};
+  int mine = 0;
+  for (const auto& [name, s] : services_) mine += s.record.uid == user.uid;
+  if (mine >= settings_.max_services_per_user)
+    return {422, "you have " + std::to_string(mine) + " services, the most one user may have; delete one first"};
   Service s;
   s.record.spec = spec;
   s.record.user = user.name;
@@ -281,11 +344,15 @@ Result<std::string> ServiceController::create(const WorkloadSpec& spec, const Us
   add_event(s.record, {s.record.created, "Created", -1, std::to_string(spec.service.replicas) + " replicas wanted"});
   s.seen.now = s.record.created;
   save(s);
-  if (s.saved.empty()) return Error{"safe: cannot save the service's record under " + settings_.state_dir + "; ask an administrator"};
+  if (s.saved.empty()) return {503, "safe: cannot save the service's record under " + settings_.state_dir + "; ask an administrator"};
   services_.emplace(spec.name, std::move(s));
   publish();
+  {
+    std::lock_guard wake_lock(wake_mutex_);
+    wake_pending_ = true;
+  }
   wake_.notify_all();
-  return "svc-" + spec.name;
+  return {201, "svc-" + spec.name};
 }
 
 std::optional<std::string> ServiceController::endpoints(const std::string& id) {
@@ -337,39 +404,46 @@ Result<std::string> ServiceController::stop(const ListedWorkload& w, bool remove
   auto it = services_.find(w.id.substr(4));
   if (it == services_.end()) return Error{"safe: service " + w.id + " is gone"};
   Service& s = it->second;
-  if (!s.record.stopped) act(s, stop_service(s.record, clock_()));
+  if (!s.record.stopped) {
+    // Its jobs as Slurm has them now (the last pass's view misses the jobs it submitted), those
+    // of the service's user that carry its mark only.
+    auto jobs = slurm_.jobs();
+    if (!jobs) return Error{"safe: cannot read jobs from Slurm to stop " + w.id + ": " + jobs.error() + "; try again shortly"};
+    ServiceObservation now_seen;
+    for (const auto& job : **jobs)
+      if (auto mark = parse_bridge_comment(job.comment);
+          mark && mark->service == it->first && job.user_id == s.record.uid && !has_ended(job))
+        now_seen.jobs[job.id].live = true;
+    act(s, stop_service(s.record, now_seen, clock_()));
+  }
+  // Saved stopped first: should the record's removal fail, a restarted bridge starts nothing.
+  save(s);
   if (remove) {
     std::string name = it->first;
-    bool left = false;
+    deleting_[name] = s.record.uid;  // its jobs still running are cancelled each pass
     for (const auto& f : {settings_.state_dir + "/services/" + name + ".json", settings_.state_dir + "/endpoints/" + name + ".json"})
-      if (unlink(f.c_str()) != 0 && errno != ENOENT) left = true;
-    if (left) log_linef(LogPriority::error, "safe-kube-bridge: service %s: cannot remove its files under %s", name.c_str(),
-                        settings_.state_dir.c_str());
+      if (unlink(f.c_str()) != 0 && errno != ENOENT)
+        log_linef(LogPriority::error, "safe-kube-bridge: service %s: cannot remove %s: %s", name.c_str(), f.c_str(), std::strerror(errno));
     services_.erase(it);
-  } else {
-    save(s);
   }
   publish();
   return std::string("Stopped");
 }
 
 Result<WorkloadLog> ServiceController::logs(const ListedWorkload& w, const LogRequest& request) {
-  std::uint32_t job_id = 0;
-  uid_t uid = 0;
-  std::string work_dir, name = w.id.substr(4);
-  int replica = request.replica < 0 ? 0 : request.replica;
+  std::shared_ptr<const Published> p;
   {
-    std::lock_guard lock(mutex_);
-    auto it = services_.find(name);
-    if (it == services_.end()) return Error{"safe: service " + w.id + " is gone"};
-    for (const auto& x : it->second.record.replicas)
-      if (x.index == replica) job_id = x.job_id;
-    uid = it->second.record.uid;
-    work_dir = it->second.record.work_dir;
+    std::lock_guard lock(published_mutex_);
+    p = published_;
   }
-  if (!job_id) return Error{"replica " + std::to_string(replica) + " has no job now (see the workload's replicas)"};
-  std::string path = work_dir + "/safe-bridge-" + name + "-r" + std::to_string(replica) + "-" + std::to_string(job_id) + ".out";
-  auto text = read_output_(path, uid, request.tail_bytes);
+  std::string name = w.id.substr(4);
+  auto it = p->logs.find(name);
+  if (it == p->logs.end()) return Error{"safe: service " + w.id + " is gone"};
+  int replica = request.replica < 0 ? 0 : request.replica;
+  auto job = it->second.jobs.find(replica);
+  if (job == it->second.jobs.end()) return Error{"replica " + std::to_string(replica) + " has had no job yet (see the workload's replicas)"};
+  std::string path = it->second.work_dir + "/safe-bridge-" + name + "-r" + std::to_string(replica) + "-" + std::to_string(job->second) + ".out";
+  auto text = read_output_(path, it->second.uid, request.tail_bytes);
   if (!text) return Error{"no output of replica " + std::to_string(replica) + " yet: " + text.error()};
   return WorkloadLog{std::move(*text), 1};
 }

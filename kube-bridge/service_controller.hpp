@@ -2,14 +2,17 @@
 // (every second) reads the jobs and nodes from the bridge's SlurmCache, probes every running
 // replica at once (replica_probe.hpp), lets plan_service decide (service_plan.hpp), cancels and
 // submits what it decided, writes each changed service's record and its endpoints file, and
-// publishes the views the API reads, so that no API request waits on a pass or a replica.
+// publishes the views the API reads: reads (list, get, events, endpoints, logs) never wait on a
+// pass; create, stop and delete wait for the pass under way to end.
 //
 // Why one job per replica (not one heterogeneous job): a replica fails, moves and scales alone;
 // a heterogeneous job starts, fails and is requeued as a whole.
 //
-// State: DIR/services/NAME.json (service_record.hpp), DIR/endpoints/NAME.json for a load balancer
-// ({"service", "endpoints": [{"host", "port", "ready", "replica"}]}). One bridge runs a cluster's
-// services: two bridges with the same state would both keep the replicas going.
+// State: DIR/services/NAME.json (service_record.hpp; mode 0600 in a 0700 directory: specs hold
+// users' environments), DIR/endpoints/NAME.json for a load balancer ({"service", "endpoints":
+// [{"host", "port", "ready", "replica"}]}, readable by all). DIR must be root's and writable by
+// no one else. One bridge runs a cluster's services: two bridges with the same state would both
+// keep the replicas going.
 #pragma once
 
 #include <chrono>
@@ -18,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "common/user_directory.hpp"
@@ -34,6 +38,12 @@ struct ServiceSettings {
   std::chrono::milliseconds period{1000};
   std::chrono::milliseconds probe_deadline{800};
   int starts_per_minute = 60;  // replica jobs started, across every service
+  int max_services_per_user = 32;
+};
+
+struct CreateOutcome {
+  int status = 201;  // 201; 409: the name is taken; 422: the user's services are at their cap; 503
+  std::string text;  // the id (201), else why
 };
 
 class ServiceController : public WorkloadTarget {
@@ -52,8 +62,7 @@ class ServiceController : public WorkloadTarget {
   // One pass (the thread's loop calls it; tests call it directly).
   void pass();
 
-  // A new service; refused (Error::refused) when the name is taken.
-  Result<std::string> create(const WorkloadSpec& spec, const UserRecord& user, const std::string& work_dir);
+  CreateOutcome create(const WorkloadSpec& spec, const UserRecord& user, const std::string& work_dir);
   // {"endpoints": [...]}, as the endpoints file has them; nullopt for no such service.
   std::optional<std::string> endpoints(const std::string& id);
 
@@ -69,15 +78,23 @@ class ServiceController : public WorkloadTarget {
     ServiceRecord record;
     ServiceObservation seen;                 // the last pass's
     std::map<std::uint32_t, int> liveness_failures;  // in a row, by job
+    std::set<std::uint32_t> liveness_passed;         // jobs whose liveness probe passed once
     std::string saved;                       // the record's file as last written
     std::string endpoints_json;              // as last written
+  };
+  struct LogSource {
+    uid_t uid = 0;
+    std::string work_dir;
+    std::map<int, std::uint32_t> jobs;  // replica -> its job, or its last one while it waits
   };
   struct Published {
     std::vector<ListedWorkload> workloads;
     std::map<std::string, std::string> endpoints;  // by name
     std::map<std::string, std::vector<ServiceEvent>> events;
+    std::map<std::string, LogSource> logs;
   };
-  void act(Service& s, const ServicePlan& plan);
+  // Cancels and submits; how many submits Slurm took.
+  int act(Service& s, const ServicePlan& plan);
   void save(Service& s);
   void publish();  // under mutex_
   int start_budget();
@@ -91,6 +108,10 @@ class ServiceController : public WorkloadTarget {
 
   std::mutex mutex_;  // services_, and a pass as a whole (create and stop wait for a pass to end)
   std::map<std::string, Service> services_;
+  // Deleted services whose jobs may still run: cancelled each pass until none does (name -> uid).
+  std::map<std::string, uid_t> deleting_;
+  std::set<std::string> unreadable_;  // records that did not load: their names stay taken
+  std::size_t first_ = 0;             // which service plans first this pass (round robin)
   double start_tokens_ = 0;
   std::time_t tokens_at_ = 0;
 
@@ -100,6 +121,7 @@ class ServiceController : public WorkloadTarget {
   std::mutex wake_mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  bool wake_pending_ = false;  // a create asks for a pass now
   std::thread thread_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 namespace safe::bridge {
@@ -19,25 +20,65 @@ void event(ServiceRecord& r, std::time_t now, std::string type, int replica, std
   add_event(r, {now, std::move(type), replica, std::move(message)});
 }
 
-int backoff_s(int failures) {
-  int s = kFirstBackoffS;
+// `first`, doubled for each failure after the first, at most kMaxBackoffS.
+int backoff_s(int first, int failures) {
+  int s = first;
   for (int i = 1; i < failures && s < kMaxBackoffS; ++i) s *= 2;
   return std::min(s, kMaxBackoffS);
 }
 
-// The port for a new job of the service: the spec's, or where replicas may share a host, the
-// spec's plus the lowest offset no live job of the service holds.
-int free_port(const ServiceRecord& r, bool shared_hosts, const std::vector<int>& taken_now) {
-  int base = r.spec.service.port;
-  if (!shared_hosts) return base;
+// The port for a new job of the service: the spec's plus the lowest offset no live job of the
+// service holds (two replicas may land on one node; the spec's check leaves room for
+// 2 x maxReplicas ports).
+int free_port(const ServiceRecord& r, const std::vector<int>& taken_now) {
   std::set<int> taken(taken_now.begin(), taken_now.end());
   for (const auto& x : r.replicas) {
     if (x.job_id) taken.insert(x.port);
     if (x.replacement_job) taken.insert(x.replacement_port);
   }
-  int port = base;
+  int port = r.spec.service.port;
   while (taken.count(port) && port < 65535) ++port;
   return port;
+}
+
+// The nodes a new job of replica `x` is kept off: the node it was last lost on and, while some
+// node in service is left, the nodes its service's other replicas run on.
+std::vector<std::string> exclusions(const ServiceRecord& r, const ReplicaState& x, const ServiceObservation& seen) {
+  if (x.start_failures > 0) return {};
+  std::set<std::string> avoid(x.avoid_nodes.begin(), x.avoid_nodes.end());
+  auto some_left = [&](const std::set<std::string>& out) {
+    for (const auto& n : seen.usable_nodes)
+      if (!out.count(n)) return true;
+    return false;
+  };
+  if (!some_left(avoid)) return {};
+  std::set<std::string> spread = avoid;
+  for (const auto& other : r.replicas)
+    if (other.index != x.index)
+      for (auto id : {other.job_id, other.replacement_job})
+        if (const auto* job = seen_job(seen, id); job && job->live && !job->node.empty()) spread.insert(job->node);
+  const auto& chosen = some_left(spread) ? spread : avoid;
+  return {chosen.begin(), chosen.end()};
+}
+
+// Whether a new job of replica `x` should wait for a sibling's job, submitted before it, to get its
+// node (else Slurm may pack them all on one): while some node in service hosts none of them.
+bool wait_for_placement(const ServiceRecord& r, const ReplicaState& x, const ServiceObservation& seen, bool planned_this_pass) {
+  std::set<std::string> hosting;
+  bool placing = planned_this_pass;
+  for (const auto& other : r.replicas) {
+    if (other.index == x.index) continue;
+    for (auto id : {other.job_id, other.replacement_job}) {
+      const auto* job = seen_job(seen, id);
+      if (!job || !job->live) continue;
+      if (!job->node.empty()) hosting.insert(job->node);
+      else if (seen.now - other.started_at < kPlacementWaitS) placing = true;
+    }
+  }
+  if (!placing) return false;
+  for (const auto& n : seen.usable_nodes)
+    if (!hosting.count(n)) return true;
+  return false;
 }
 
 std::string ended_how(const ReplicaJobObservation* job) {
@@ -49,7 +90,7 @@ std::string ended_how(const ReplicaJobObservation* job) {
 void own_failure(ServiceRecord& r, ReplicaState& x, std::time_t now, const std::string& why, std::time_t started) {
   bool stable = started > 0 && now - started >= kStableRunS;
   x.failures = stable ? 1 : x.failures + 1;
-  x.not_before = now + backoff_s(x.failures);
+  x.not_before = now + backoff_s(kFirstBackoffS, x.failures);
   x.last_failure = why;
   ++x.restarts;
   bool was_looping = x.crash_looping;
@@ -60,6 +101,55 @@ void own_failure(ServiceRecord& r, ReplicaState& x, std::time_t now, const std::
               " s of its start (last: " + why + "); restarting it with back-off, up to " + std::to_string(kMaxBackoffS) +
               " s apart: fix the command or stop the service");
   event(r, now, "ReplicaFailed", x.index, why + "; next start in " + std::to_string(x.not_before - now) + " s");
+}
+
+void cancel(ServicePlan& plan, ServiceRecord& r, std::uint32_t id) {
+  if (std::find(plan.cancels.begin(), plan.cancels.end(), id) == plan.cancels.end()) plan.cancels.push_back(id);
+  r.cancelled.insert(id);
+}
+
+// Scaling, from the metric the ready replicas report.
+void scale(ServiceRecord& r, const ServiceObservation& seen) {
+  const auto& rule = r.spec.service.scaling;
+  if (!rule) return;
+  const std::time_t now = seen.now;
+  double total = 0;
+  int ready = 0, reporting = 0;
+  for (const auto& x : r.replicas)
+    if (const auto* job = seen_job(seen, x.job_id); job && job->ready) {
+      ++ready;
+      if (job->metric) {
+        total += *job->metric;
+        ++reporting;
+      }
+    }
+  if (reporting == 0) return;
+  int want = wanted_replicas(*rule, total, r.spec.service.min_replicas, r.spec.service.max_replicas);
+  char figure[96];
+  std::snprintf(figure, sizeof figure, "%s %g over %d ready replicas", rule->metric.c_str(), total, reporting);
+  if (want > r.desired) {
+    event(r, now, "ScaledUp", -1, std::to_string(r.desired) + " -> " + std::to_string(want) + " replicas: " + figure);
+    r.desired = want;
+    r.last_scaled = now;
+    r.lower_demand_since = 0;
+  } else if (want == r.desired) {
+    r.lower_demand_since = 0;
+  } else if (reporting == ready) {
+    // Down only on every ready replica's figure: one that did not answer (overloaded, say) must
+    // not make the demand look lower.
+    if (!r.lower_demand_since) {
+      r.lower_demand_since = now;
+      r.lower_demand_peak = want;
+    }
+    r.lower_demand_peak = std::max(r.lower_demand_peak, want);
+    if (now - std::max(r.lower_demand_since, r.last_scaled) >= rule->cooldown_seconds) {
+      int to = std::min(r.lower_demand_peak, r.desired);
+      event(r, now, "ScaledDown", -1, std::to_string(r.desired) + " -> " + std::to_string(to) + " replicas: " + figure);
+      r.desired = to;
+      r.last_scaled = now;
+      r.lower_demand_since = 0;
+    }
+  }
 }
 
 }  // namespace
@@ -75,53 +165,21 @@ ServicePlan plan_service(ServiceRecord& r, const ServiceObservation& seen, int& 
   ServicePlan plan;
   const std::time_t now = seen.now;
   if (r.stopped) {
-    for (const auto& [id, index] : seen.unclaimed)
-      if (!gone(seen_job(seen, id)) && r.cancelled.insert(id).second) plan.cancels.push_back(id);
+    // Whatever of the service still runs (a cancel Slurm did not take, a job submitted as it
+    // stopped) is cancelled.
+    for (const auto& [id, job] : seen.jobs)
+      if (job.live) cancel(plan, r, id);
     return plan;
   }
 
-  // Scaling, from the metric the ready replicas report.
-  if (const auto& rule = r.spec.service.scaling) {
-    double total = 0;
-    int reporting = 0;
-    for (const auto& x : r.replicas)
-      if (const auto* job = seen_job(seen, x.job_id); job && job->ready && job->metric) {
-        total += *job->metric;
-        ++reporting;
-      }
-    if (reporting > 0) {
-      int want = wanted_replicas(*rule, total, r.spec.service.min_replicas, r.spec.service.max_replicas);
-      char figure[64];
-      std::snprintf(figure, sizeof figure, "%s %g over %d ready replicas", rule->metric.c_str(), total, reporting);
-      if (want > r.desired) {
-        event(r, now, "ScaledUp", -1, std::to_string(r.desired) + " -> " + std::to_string(want) + " replicas: " + figure);
-        r.desired = want;
-        r.last_scaled = now;
-        r.lower_demand_since = 0;
-      } else if (want < r.desired) {
-        if (!r.lower_demand_since) r.lower_demand_since = now;
-        std::time_t since = std::max(r.lower_demand_since, r.last_scaled);
-        if (now - since >= rule->cooldown_seconds) {
-          event(r, now, "ScaledDown", -1, std::to_string(r.desired) + " -> " + std::to_string(want) + " replicas: " + figure);
-          r.desired = want;
-          r.last_scaled = now;
-          r.lower_demand_since = 0;
-        }
-      } else {
-        r.lower_demand_since = 0;
-      }
-    }
-  }
+  scale(r, seen);
 
   // Replicas beyond the count wanted go, the highest first.
   std::sort(r.replicas.begin(), r.replicas.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
   while (!r.replicas.empty() && r.replicas.back().index >= r.desired) {
     const ReplicaState& x = r.replicas.back();
     for (auto id : {x.job_id, x.replacement_job})
-      if (id && !gone(seen_job(seen, id))) {
-        plan.cancels.push_back(id);
-        r.cancelled.insert(id);
-      }
+      if (id && !gone(seen_job(seen, id))) cancel(plan, r, id);
     event(r, now, "ReplicaRemoved", x.index, "the service scaled to " + std::to_string(r.desired) + " replicas");
     r.replicas.pop_back();
   }
@@ -135,37 +193,39 @@ ServicePlan plan_service(ServiceRecord& r, const ServiceObservation& seen, int& 
   std::sort(r.replicas.begin(), r.replicas.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
 
   // Jobs of the service no replica holds (the bridge stopped between a submit and its record):
-  // a replica without a job adopts one, the rest are cancelled.
+  // a replica whose recorded job is gone adopts one, with the port its mark names; the rest are
+  // cancelled.
   for (const auto& [id, index] : seen.unclaimed) {
     const auto* job = seen_job(seen, id);
     if (gone(job) || r.cancelled.count(id)) continue;
     auto it = std::find_if(r.replicas.begin(), r.replicas.end(), [index](const auto& x) { return x.index == index; });
-    if (it != r.replicas.end() && it->job_id == 0) {
+    if (it != r.replicas.end() && job->port > 0 && gone(seen_job(seen, it->job_id))) {
+      if (it->job_id) it->last_job = it->job_id;
       it->job_id = id;
+      it->port = job->port;
+      it->ready_since = 0;
       event(r, now, "ReplicaAdopted", index, "job " + std::to_string(id) + " carries this replica's mark");
     } else {
-      plan.cancels.push_back(id);
-      r.cancelled.insert(id);
+      cancel(plan, r, id);
     }
   }
 
   std::vector<int> ports_planned;
   for (auto& x : r.replicas) {
-    // A replacement that ended before it took over is dropped; one that is ready takes over.
+    // A replacement that ended before it took over is a failure; one that is ready takes over.
     if (x.replacement_job) {
       const auto* repl = seen_job(seen, x.replacement_job);
       if (gone(repl)) {
         if (!r.cancelled.count(x.replacement_job))
-          event(r, now, "ReplacementFailed", x.index, "the replacement job " + std::to_string(x.replacement_job) + " ended: " + ended_how(repl));
+          own_failure(r, x, now, "its replacement job " + std::to_string(x.replacement_job) + " ended: " + ended_how(repl),
+                      repl ? repl->start_time : 0);
         x.replacement_job = 0;
       } else if (repl->ready || gone(seen_job(seen, x.job_id))) {
-        if (x.job_id && !gone(seen_job(seen, x.job_id))) {
-          plan.cancels.push_back(x.job_id);
-          r.cancelled.insert(x.job_id);
-        }
+        if (x.job_id && !gone(seen_job(seen, x.job_id))) cancel(plan, r, x.job_id);
         event(r, now, "ReplicaReplaced", x.index,
               "job " + std::to_string(x.replacement_job) + (repl->node.empty() ? "" : " on " + repl->node) + " took over from job " +
                   std::to_string(x.job_id));
+        x.last_job = x.job_id;
         x.job_id = x.replacement_job;
         x.port = x.replacement_port;
         x.replacement_job = 0;
@@ -179,14 +239,21 @@ ServicePlan plan_service(ServiceRecord& r, const ServiceObservation& seen, int& 
       if (r.cancelled.count(x.job_id)) {
         // Cancelled here (liveness, scale-down, replacement): accounted for when it was.
       } else if (job && job->node_fault) {
-        if (!job->node.empty() && std::find(x.avoid_nodes.begin(), x.avoid_nodes.end(), job->node) == x.avoid_nodes.end())
-          x.avoid_nodes.push_back(job->node);
-        ++x.restarts;
-        x.last_failure = "node " + job->node + " failed";
-        event(r, now, "ReplicaLost", x.index, "its node " + job->node + " failed; starting it elsewhere");
+        if (!job->node.empty()) x.avoid_nodes = {job->node};
+        if (job->start_time > 0 && now - job->start_time < kStableRunS) {
+          // Lost within a minute of its start: maybe it took the node down (a GPU error it
+          // caused, memory); it backs off as for a failure of its own.
+          own_failure(r, x, now, "its node " + job->node + " failed " + std::to_string(now - job->start_time) + " s after its start",
+                      job->start_time);
+        } else {
+          ++x.restarts;
+          x.last_failure = "node " + job->node + " failed";
+          event(r, now, "ReplicaLost", x.index, "its node " + job->node + " failed; starting it elsewhere");
+        }
       } else {
         own_failure(r, x, now, ended_how(job), job ? job->start_time : 0);
       }
+      x.last_job = x.job_id;
       x.job_id = 0;
       x.ready_since = 0;
     } else if (job) {
@@ -202,43 +269,56 @@ ServicePlan plan_service(ServiceRecord& r, const ServiceObservation& seen, int& 
         x.crash_looping = false;
       }
       if (job->running && job->liveness_failures >= kLivenessFailures) {
-        plan.cancels.push_back(x.job_id);
-        r.cancelled.insert(x.job_id);
+        cancel(plan, r, x.job_id);
         own_failure(r, x, now, "liveness probe failed " + std::to_string(job->liveness_failures) + " times in a row on " + job->node,
                     job->start_time);
-        x.job_id = 0;
+        // A replacement under way takes over at once; else the replica starts again after its back-off.
+        x.last_job = x.job_id;
+        x.job_id = x.replacement_job;
+        x.port = x.replacement_port;
+        x.replacement_job = 0;
         x.ready_since = 0;
-        x.replacement_job = 0;  // (none: a replacement is dropped above once its old job is gone)
-      } else if (job->running && job->node_unhealthy && !x.replacement_job && start_budget > 0) {
-        if (std::find(x.avoid_nodes.begin(), x.avoid_nodes.end(), job->node) == x.avoid_nodes.end())
-          x.avoid_nodes.push_back(job->node);
-        ReplicaStart s{x.index, free_port(r, seen.shared_hosts, ports_planned), true, x.avoid_nodes};
+      } else if (job->running && (job->node_unhealthy || job->ends_soon) && !x.replacement_job && now >= x.not_before &&
+                 start_budget > 0) {
+        if (x.unhealthy_job != x.job_id)
+          event(r, now, job->node_unhealthy ? "NodeUnhealthy" : "TimeLimitNear", x.index,
+                (job->node_unhealthy ? "node " + job->node + " is drained or down"
+                                     : "job " + std::to_string(x.job_id) + " nears its time limit") +
+                    "; starting a replacement, the old job goes once it is ready");
+        x.unhealthy_job = x.job_id;
+        if (job->node_unhealthy) x.avoid_nodes = {job->node};
+        ReplicaStart s{x.index, free_port(r, ports_planned), true, exclusions(r, x, seen)};
         ports_planned.push_back(s.port);
         plan.starts.push_back(s);
         --start_budget;
-        event(r, now, "NodeUnhealthy", x.index,
-              "node " + job->node + " is drained or down; starting a replacement, the old job goes once it is ready");
       }
     }
 
-    if (x.job_id == 0 && now >= x.not_before && start_budget > 0) {
-      ReplicaStart s{x.index, free_port(r, seen.shared_hosts, ports_planned), false, x.avoid_nodes};
+    if (x.job_id == 0 && now >= x.not_before && start_budget > 0 &&
+        !wait_for_placement(r, x, seen, !ports_planned.empty())) {
+      ReplicaStart s{x.index, free_port(r, ports_planned), false, exclusions(r, x, seen)};
       ports_planned.push_back(s.port);
       plan.starts.push_back(s);
       --start_budget;
     }
   }
 
-  // Jobs cancelled here are remembered until Slurm forgets them.
-  for (auto it = r.cancelled.begin(); it != r.cancelled.end();)
-    it = seen.jobs.count(*it) || std::find(plan.cancels.begin(), plan.cancels.end(), *it) != plan.cancels.end() ? std::next(it)
-                                                                                                                 : r.cancelled.erase(it);
+  // A job cancelled here that still runs (Slurm did not take the cancel) is cancelled again; the
+  // others are remembered until Slurm forgets them.
+  for (auto it = r.cancelled.begin(); it != r.cancelled.end();) {
+    const auto* job = seen_job(seen, *it);
+    if (job && job->live) cancel(plan, r, *it);
+    bool planned = std::find(plan.cancels.begin(), plan.cancels.end(), *it) != plan.cancels.end();
+    it = job || planned ? std::next(it) : r.cancelled.erase(it);
+  }
   return plan;
 }
 
 void record_start(ServiceRecord& r, const ReplicaStart& s, std::uint32_t job_id, std::time_t now) {
   for (auto& x : r.replicas) {
     if (x.index != s.index) continue;
+    x.start_failures = 0;
+    x.started_at = now;
     if (s.replacement) {
       x.replacement_job = job_id;
       x.replacement_port = s.port;
@@ -254,19 +334,20 @@ void record_start(ServiceRecord& r, const ReplicaStart& s, std::uint32_t job_id,
 void record_start_failed(ServiceRecord& r, const ReplicaStart& s, const std::string& error, std::time_t now) {
   for (auto& x : r.replicas) {
     if (x.index != s.index) continue;
-    x.not_before = now + 10;
-    add_event(r, {now, "StartFailed", s.index, "Slurm did not take the replica's job: " + error + "; trying again in 10 s"});
+    ++x.start_failures;
+    x.not_before = now + backoff_s(kStartRetryS, x.start_failures);
+    // Said once, not at every try; the next tries ask for any node.
+    if (x.start_failures == 1)
+      add_event(r, {now, "StartFailed", s.index,
+                    "Slurm did not take the replica's job: " + error + "; trying again on any node, from " +
+                        std::to_string(kStartRetryS) + " s apart up to " + std::to_string(kMaxBackoffS) + " s"});
   }
 }
 
-ServicePlan stop_service(ServiceRecord& r, std::time_t now) {
+ServicePlan stop_service(ServiceRecord& r, const ServiceObservation& seen, std::time_t now) {
   ServicePlan plan;
-  for (const auto& x : r.replicas)
-    for (auto id : {x.job_id, x.replacement_job})
-      if (id) {
-        plan.cancels.push_back(id);
-        r.cancelled.insert(id);
-      }
+  for (const auto& [id, job] : seen.jobs)
+    if (job.live) cancel(plan, r, id);
   r.replicas.clear();
   r.stopped = true;
   add_event(r, {now, "Stopped", -1, "every replica's job cancelled"});

@@ -1,5 +1,6 @@
 #include "kube-bridge/service_record.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "common/json_value.hpp"
@@ -39,6 +40,7 @@ std::string service_record_json(const ServiceRecord& r) {
   json_set(o, "stopped", json_boolean(r.stopped));
   json_set(o, "lastScaled", json_integer(r.last_scaled));
   json_set(o, "lowerDemandSince", json_integer(r.lower_demand_since));
+  json_set(o, "lowerDemandPeak", json_integer(r.lower_demand_peak));
   json_t* replicas = json_array();
   for (const auto& x : r.replicas) {
     json_t* e = json_object();
@@ -56,6 +58,10 @@ std::string service_record_json(const ServiceRecord& r) {
     json_t* avoid = json_array();
     for (const auto& n : x.avoid_nodes) json_array_append_new(avoid, json_str(n));
     json_set(e, "avoidNodes", avoid);
+    json_set(e, "unhealthyJob", json_integer(x.unhealthy_job));
+    json_set(e, "startFailures", json_integer(x.start_failures));
+    json_set(e, "lastJob", json_integer(x.last_job));
+    json_set(e, "startedAt", json_integer(x.started_at));
     json_array_append_new(replicas, e);
   }
   json_set(o, "replicas", replicas);
@@ -96,6 +102,9 @@ Result<ServiceRecord> parse_service_record(std::string_view text) {
   r.stopped = json_is_true(json_object_get(o, "stopped"));
   r.last_scaled = int_of(o, "lastScaled");
   r.lower_demand_since = int_of(o, "lowerDemandSince");
+  r.lower_demand_peak = static_cast<int>(int_of(o, "lowerDemandPeak"));
+  // A record edited by hand (or damaged) cannot ask for more than the spec allows.
+  r.desired = std::clamp(r.desired, r.spec.service.min_replicas, r.spec.service.max_replicas);
   std::size_t i;
   json_t* e;
   json_array_foreach(json_object_get(o, "replicas"), i, e) {
@@ -111,6 +120,10 @@ Result<ServiceRecord> parse_service_record(std::string_view text) {
     x.restarts = static_cast<int>(int_of(e, "restarts"));
     x.ready_since = int_of(e, "readySince");
     x.last_failure = str_of(e, "lastFailure");
+    x.unhealthy_job = static_cast<std::uint32_t>(int_of(e, "unhealthyJob"));
+    x.start_failures = static_cast<int>(int_of(e, "startFailures"));
+    x.last_job = static_cast<std::uint32_t>(int_of(e, "lastJob"));
+    x.started_at = int_of(e, "startedAt");
     std::size_t k;
     json_t* n;
     json_array_foreach(json_object_get(e, "avoidNodes"), k, n) if (json_is_string(n)) x.avoid_nodes.push_back(json_string_value(n));

@@ -41,7 +41,11 @@ struct ReplicaState {
   int restarts = 0;
   std::time_t ready_since = 0;  // 0: not ready
   std::string last_failure;
-  std::vector<std::string> avoid_nodes;  // nodes it was lost on (a fault), left out of its next job
+  std::vector<std::string> avoid_nodes;  // the node it was last lost on (a fault), left out of its next job
+  std::uint32_t unhealthy_job = 0;       // the job it is moving away from (bad node, time limit)
+  int start_failures = 0;                // Slurm refused its last starts: the next asks for any node
+  std::uint32_t last_job = 0;            // its previous job (its output, while it waits)
+  std::time_t started_at = 0;            // when its newest job (or replacement) was submitted
   bool operator==(const ReplicaState&) const = default;
 };
 
@@ -56,6 +60,7 @@ struct ServiceRecord {
   bool stopped = false;
   std::time_t last_scaled = 0;
   std::time_t lower_demand_since = 0;  // scaling: since when fewer replicas would do; 0: not
+  int lower_demand_peak = 0;           // the most replicas wanted since then
   std::vector<ReplicaState> replicas;
   std::set<std::uint32_t> cancelled;  // jobs the bridge cancelled: their end is no failure
   std::deque<ServiceEvent> events;    // the newest kMaxServiceEvents

@@ -82,6 +82,7 @@ SlurmJobRequest replica_job_request(const WorkloadSpec& spec, const UserRecord& 
   json_set(record.get(), "labels", labels);
   json_set(record.get(), "service", json_str(spec.name));
   json_set(record.get(), "replica", json_integer(replica));
+  json_set(record.get(), "port", json_integer(port));
   r.comment = std::string(kBridgeCommentPrefix) + json_text(record.get());
   return r;
 }
@@ -126,6 +127,9 @@ std::optional<BridgeRecord> parse_bridge_comment(std::string_view comment) {
       json_integer_value(replica) < 100000) {
     record.service = json_string_value(service);
     record.replica = static_cast<int>(json_integer_value(replica));
+    const json_t* port = json_object_get(j.get(), "port");
+    if (json_is_integer(port) && json_integer_value(port) > 0 && json_integer_value(port) <= 65535)
+      record.port = static_cast<int>(json_integer_value(port));
   }
   return record;
 }

@@ -41,6 +41,7 @@ struct BridgeRecord {
   // such a job is shown as part of its service, not as a workload of its own.
   std::string service;
   int replica = -1;
+  int port = 0;  // the replica job's SAFE_SERVICE_PORT
 };
 // nullopt when the job was not made by the bridge.
 std::optional<BridgeRecord> parse_bridge_comment(std::string_view comment);

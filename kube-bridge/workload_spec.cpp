@@ -155,6 +155,9 @@ void read_service_fields(SpecReader& r, const json_t* root, WorkloadSpec& spec) 
   if (!max_given) svc.max_replicas = std::max(svc.max_replicas, svc.min_replicas);
   if (!min_given) svc.min_replicas = std::min(svc.min_replicas, svc.max_replicas);
   if (!has_replicas) svc.replicas = svc.min_replicas;
+  if (svc.port && svc.port + 2 * svc.max_replicas - 1 > 65535)
+    r.error("port", "leaves no room for the replicas' ports: each job of the service listens on a port of its own, from port "
+                    "up to port + 2 x maxReplicas - 1; give a port of at most " + std::to_string(65536 - 2 * svc.max_replicas));
   if (svc.min_replicas > svc.max_replicas) r.error("minReplicas", "expects at most maxReplicas");
   else if (svc.replicas < svc.min_replicas || svc.replicas > svc.max_replicas)
     r.error("replicas", "expects a count from minReplicas to maxReplicas");

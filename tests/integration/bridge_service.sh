@@ -8,9 +8,11 @@
 #     a healthy node, and the endpoints list, read every 0.2 s, shows at least 2 ready replicas
 #     throughout. Prints the time from the fault to the replacement ready, and the availability.
 #  3. Scaling: queue_length above target -> maxReplicas; below -> back down after the cooldown.
-#  4. A replica whose command exits 1 every time is reported crash-looping and backed off; the
+#  4. Quota: a service whose replica would exceed its workspace's GPU quota waits, visibly
+#     (Pending, reason Licenses), and the workspace's training job holding the quota runs on.
+#  5. A replica whose command exits 1 every time is reported crash-looping and backed off; the
 #     other replica of its service stays ready.
-#  5. Stop and delete leave no job of the services behind, and no record or endpoints file.
+#  6. Stop and delete leave no job of the services behind, and no record or endpoints file.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=../lib/cluster_test.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/cluster_test.sh"
@@ -23,10 +25,11 @@ URL=$SAFE_BRIDGE_URL
 STATE=$SAFE_CLUSTER_DIR/bridge-state
 work=$(mktemp -d /tmp/safe-service.XXXXXX)
 chmod 0755 "$work"
-bad="" sampler="" ROOT_JWT=""
+bad="" sampler="" ROOT_JWT="" holder=""
 cleanup() {
     [[ -z $sampler ]] || kill "$sampler" 2>/dev/null || true
-    for s in web scaler crasher; do
+    [[ -z $holder ]] || scancel "$holder" 2>/dev/null || true
+    for s in web scaler quota crasher; do
         curl -sS -o /dev/null -X DELETE -H "Authorization: Bearer $ROOT_JWT" "$URL/api/v1/workloads/svc-$s" || true
     done
     [[ -z $bad ]] || safectl inject --node "$bad" --gpu 0 --fault clear >/dev/null 2>&1 || true
@@ -36,37 +39,18 @@ trap cleanup EXIT
 ensure_user safetest
 all_nodes_in_service 60
 
-# The replica: an HTTP server on SAFE_SERVICE_PORT; it writes what it was given to a file first.
-cat >"$work/replica.py" <<'EOF'
-import http.server, os, sys
-port, replica, load = int(os.environ["SAFE_SERVICE_PORT"]), os.environ["SAFE_REPLICA"], sys.argv[1]
-print(f"replica {replica} port {port} user {os.getuid()}", flush=True)
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        if self.path == "/healthz":
-            body = b"ok\n"
-        elif self.path == "/metrics":
-            with open(load) as f:
-                body = f"# TYPE queue_length gauge\nqueue_length {f.read().strip() or 0}\n".encode()
-        else:
-            self.send_error(404)
-            return
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-http.server.ThreadingHTTPServer(("0.0.0.0", port), Handler).serve_forever()
-EOF
+# The replica (tests/lib/service_replica.py), where the user the replicas run as can read it.
+cp "$(dirname "${BASH_SOURCE[0]}")/../lib/service_replica.py" "$work/replica.py"
 echo 0 >"$work/load"
 chmod 0644 "$work/replica.py" "$work/load"
 
 jwt() { scontrol token username="$1" lifespan=900 | sed -n 's/^SLURM_JWT=//p'; }
 ROOT_JWT=$(jwt root)
 USER_JWT=$(jwt safetest)
-api() {  # METHOD PATH [BODY]: the body; fails on a status other than 2xx
-    local args=(-sS -f -X "$1" -H "Authorization: Bearer $USER_JWT")
+api() {  # METHOD PATH [BODY]: the body, as safetest (as root with AS=root); fails on a status other than 2xx
+    local token=$USER_JWT
+    [[ ${AS:-} != root ]] || token=$ROOT_JWT
+    local args=(-sS -f -X "$1" -H "Authorization: Bearer $token")
     [[ -z ${3:-} ]] || args+=(-H 'Content-Type: application/json' --data-binary "$3")
     curl "${args[@]}" "$URL$2"
 }
@@ -154,7 +138,22 @@ waited=$(($(date +%s%3N) - t0))
 wait_for "[[ \$(service_jobs scaler | wc -l) == 1 ]]" 30 "squeue -u safetest -o '%i %T %k'"
 assert_contains "$(api GET /api/v1/workloads/svc-scaler/events | jq -r '[.items[].type] | join(" ")')" "ScaledUp ReplicaStarted" "events"
 
-# 4. Replica 1 exits 1 every time: crash-looping and backed off; replica 0 keeps serving.
+# 4. Workspace console's quota is 1 GPU: a training job holds it, the service's replica waits.
+holder=$(sbatch --parsable --safe-workspace=console --gpus-per-node=1 -o /dev/null --wrap "sleep 600")
+wait_for "[[ \$(squeue -h -j $holder -o %T) == RUNNING ]]" 30 "squeue -j $holder -o '%i %T %r'"
+AS=root api POST /api/v1/workloads '{"name":"quota","kind":"service","workspace":"console","gpusPerNode":1,
+    "command":["/usr/bin/python3","'$work'/replica.py","'$work'/load"],"port":'$((port + 30))',"readinessProbe":{"httpPath":"/healthz"}}' >/dev/null
+wait_for "[[ \$(AS=root field quota '.replicas.items[0] | \"\\(.state) \\(.reason)\"') == 'Pending Licenses' ]]" 30 \
+    "AS=root api GET /api/v1/workloads/svc-quota; squeue -o '%i %T %r %W'"
+sleep 2  # the replica keeps waiting; the job holding the quota is not preempted
+assert_eq "RUNNING" "$(squeue -h -j "$holder" -o %T)" "the workspace's training job"
+assert_eq "Pending Licenses" "$(AS=root field quota '.replicas.items[0] | "\(.state) \(.reason)"')" "the waiting replica"
+scancel "$holder"
+holder=""
+wait_for "[[ \$(AS=root ready_count quota) == 1 ]]" 60 "AS=root api GET /api/v1/workloads/svc-quota"
+AS=root api DELETE /api/v1/workloads/svc-quota >/dev/null
+
+# 5. Replica 1 exits 1 every time: crash-looping and backed off; replica 0 keeps serving.
 spec='{"name":"crasher","kind":"service","script":"[ \"$SAFE_REPLICA\" = 1 ] && exit 1\nexec /usr/bin/python3 '$work'/replica.py '$work'/load",
        "port":'$((port + 20))',"replicas":2,"readinessProbe":{"httpPath":"/healthz"}}'
 api POST /api/v1/workloads "$spec" >/dev/null
@@ -170,7 +169,7 @@ sleep 3
 again=$(field crasher '.replicas.items[1].restarts')
 ((again <= restarts + 1)) || fail "replica 1 restarted $((again - restarts)) times in 3 s while crash-looping"
 
-# 5. Stop, then delete: no job left, no file.
+# 6. Stop, then delete: no job left, no file.
 stopped=$(api POST /api/v1/workloads/svc-crasher/stop)
 assert_eq "Stopped" "$(jq -r .phase <<<"$stopped")" "stop"
 wait_for "[[ -z \$(service_jobs crasher) ]]" 30 "squeue -u safetest -o '%i %T %k'"

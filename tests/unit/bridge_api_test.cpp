@@ -545,7 +545,10 @@ class BridgeServiceTest : public BridgeApiTest {
     auto prober = [this](const std::vector<ProbeRequest>& requests, std::chrono::milliseconds) {
       probed.insert(probed.end(), requests.begin(), requests.end());
       std::vector<ProbeResult> out;
-      for (std::size_t i = 0; i < requests.size(); ++i) out.push_back({healthy, healthy ? 200 : 0, "queue 1\n"});
+      for (const auto& r : requests) {
+        bool pass = r.path == "/alive" ? alive : healthy;
+        out.push_back({pass, pass ? 200 : 0, "queue 1\n"});
+      }
       return out;
     };
     controller.reset();
@@ -554,6 +557,14 @@ class BridgeServiceTest : public BridgeApiTest {
     }, prober, [this] { return now; });
     ASSERT_TRUE(controller->load());
     api->set_service_controller(controller.get());
+  }
+  // Passes until every replica has a job, Slurm running each on n1 as it comes.
+  void start_replicas() {
+    for (std::size_t before = ~std::size_t{0}; before != slurm.submitted.size();) {
+      before = slurm.submitted.size();
+      controller->pass();
+      run_all();
+    }
   }
   void run_all() {
     for (auto& j : slurm.jobs)
@@ -564,6 +575,7 @@ class BridgeServiceTest : public BridgeApiTest {
   }
   safe::test::TempDir state;
   bool healthy = true;
+  bool alive = true;
   std::time_t now = 1000;
   std::vector<ProbeRequest> probed;
   std::unique_ptr<ServiceController> controller;
@@ -577,7 +589,7 @@ TEST_F(BridgeServiceTest, AServiceRunsAJobPerReplicaAsItsUser) {
   ASSERT_EQ(r.status, 201) << r.body;
   EXPECT_EQ(created_id(r), "svc-web");
   EXPECT_EQ(call("POST", "/api/v1/workloads", "alice", kService).status, 409);
-  controller->pass();
+  start_replicas();
   ASSERT_EQ(slurm.submitted.size(), 2u);
   const SlurmJobRequest& job = slurm.submitted[1];
   EXPECT_EQ(job.uid, 1001u);
@@ -587,14 +599,13 @@ TEST_F(BridgeServiceTest, AServiceRunsAJobPerReplicaAsItsUser) {
   EXPECT_EQ(job.std_out, "/home/alice/safe-bridge/safe-bridge-web-r1-%j.out");
   auto has = [](const std::vector<std::string>& v, const std::string& e) { return std::find(v.begin(), v.end(), e) != v.end(); };
   EXPECT_TRUE(has(job.environment, "SAFE_REPLICA=1"));
-  EXPECT_TRUE(has(job.environment, "SAFE_SERVICE_PORT=8000"));  // the fake's nodes have addresses of their own
+  EXPECT_TRUE(has(job.environment, "SAFE_SERVICE_PORT=8001"));  // a port of its own: replicas may share a node
   EXPECT_TRUE(has(job.environment, "SAFE_SERVICE_NAME=web"));
   EXPECT_TRUE(has(job.spank_env, spank_env_name(SafeOption::retries) + "=0")) << "safed leaves replicas to the bridge";
   EXPECT_TRUE(has(job.spank_env, spank_env_name(SafeOption::workspace) + "=ml"));
   EXPECT_EQ(job.script, "#!/bin/bash\nexec 'serve' '--fast'\n");
 
   // The replicas' jobs are the service's: listed as one workload, not as slurm-N.
-  run_all();
   controller->pass();
   ApiResponse list = call("GET", "/api/v1/workloads", "alice");
   EXPECT_NE(list.body.find(R"("total":1)"), std::string::npos) << list.body;
@@ -620,8 +631,7 @@ TEST_F(BridgeServiceTest, AServiceRunsAJobPerReplicaAsItsUser) {
 
 TEST_F(BridgeServiceTest, ARestartedBridgeAdoptsTheReplicasItKept) {
   ASSERT_EQ(call("POST", "/api/v1/workloads", "alice", kService).status, 201);
-  controller->pass();
-  run_all();
+  start_replicas();
   controller->pass();
   start_controller();  // the bridge restarted: the state directory holds the service
   controller->pass();
@@ -631,7 +641,7 @@ TEST_F(BridgeServiceTest, ARestartedBridgeAdoptsTheReplicasItKept) {
 
 TEST_F(BridgeServiceTest, StopAndDeleteLeaveNoJobAndNoFile) {
   ASSERT_EQ(call("POST", "/api/v1/workloads", "alice", kService).status, 201);
-  controller->pass();
+  start_replicas();
   ApiResponse stopped = call("POST", "/api/v1/workloads/svc-web/stop", "alice");
   EXPECT_EQ(stopped.status, 202);
   EXPECT_NE(stopped.body.find(R"("phase":"Stopped")"), std::string::npos);
@@ -662,6 +672,56 @@ TEST_F(BridgeServiceTest, AJobWearingAnotherUsersServiceMarkIsNotTakenForAReplic
   controller->pass();
   EXPECT_EQ(slurm.jobs[0].state, SlurmJobState::running) << "bob's job was cancelled";
   EXPECT_EQ(slurm.submitted.size(), 1u) << "alice's replica was not started";
+}
+
+TEST_F(BridgeServiceTest, LivenessFailuresCountOnlyOnceTheProbeHasPassed) {
+  ASSERT_EQ(call("POST", "/api/v1/workloads", "alice",
+                 R"({"name":"slow","kind":"service","script":"x","port":8000,"livenessProbe":{"httpPath":"/alive"}})").status, 201);
+  controller->pass();
+  run_all();
+  alive = false;  // still loading its model
+  for (int i = 0; i < 10; ++i, ++now) controller->pass();
+  EXPECT_EQ(slurm.jobs[0].state, SlurmJobState::running) << "killed while it started";
+  alive = true;
+  controller->pass();
+  alive = false;  // now it hangs
+  for (int i = 0; i < 3; ++i, ++now) controller->pass();
+  EXPECT_EQ(slurm.jobs[0].state, SlurmJobState::cancelled);
+}
+
+TEST_F(BridgeServiceTest, AUsersServicesHaveACapAndNamesAreTakenUntilTheDeletedJobsEnd) {
+  ASSERT_EQ(call("POST", "/api/v1/workloads", "alice", kService).status, 201);
+  start_replicas();
+  slurm.cancel_ignored = true;  // Slurm does not take the cancels (a slurmctld blip)
+  EXPECT_EQ(call("DELETE", "/api/v1/workloads/svc-web", "alice").status, 200);
+  EXPECT_EQ(call("POST", "/api/v1/workloads", "alice", kService).status, 409) << "while its jobs run on";
+  slurm.cancel_ignored = false;
+  controller->pass();  // cancels them again
+  for (const auto& j : slurm.jobs) EXPECT_EQ(j.state, SlurmJobState::cancelled) << j.id;
+  controller->pass();
+  EXPECT_EQ(call("POST", "/api/v1/workloads", "alice", kService).status, 201);
+  for (int i = 0; i < 40; ++i) call("POST", "/api/v1/workloads", "alice", R"({"name":"s)" + std::to_string(i) + R"(","kind":"service","script":"x","port":9000})");
+  ApiResponse over = call("POST", "/api/v1/workloads", "alice", R"({"name":"one-more","kind":"service","script":"x","port":9000})");
+  EXPECT_EQ(over.status, 422);
+  EXPECT_NE(over.body.find("the most one user may have"), std::string::npos) << over.body;
+}
+
+TEST_F(BridgeServiceTest, ARecordThatDoesNotReadKeepsItsNameAndAStateDirOthersCanWriteIsRefused) {
+  {
+    std::ofstream bad(state.path() + "/bridge/services/broken.json");
+    bad << "{not json";
+  }
+  start_controller();
+  EXPECT_EQ(call("POST", "/api/v1/workloads", "alice", R"({"name":"broken","kind":"service","script":"x","port":8000})").status, 409);
+  EXPECT_EQ(std::filesystem::status(state.path() + "/bridge/services").permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_all);
+  std::filesystem::permissions(state.path() + "/bridge", std::filesystem::perms::others_write, std::filesystem::perm_options::add);
+  ServiceSettings settings;
+  settings.state_dir = state.path() + "/bridge";
+  ServiceController other(settings, slurm_cache, users, read_user_file_tail);
+  Status loaded = other.load();
+  ASSERT_FALSE(loaded);
+  EXPECT_NE(loaded.error().find("writable by no one else"), std::string::npos) << loaded.error();
 }
 
 TEST_F(BridgeApiTest, WithoutAStateDirectoryServicesAreRefused) {

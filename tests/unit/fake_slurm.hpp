@@ -36,6 +36,7 @@ class FakeSlurm : public SlurmClient, public SlurmNodeControl {
   // job_submit_safe (the reason it refuses a request, as Slurm's access denied; nullopt: accepted).
   std::vector<SlurmJobRequest> submitted;
   std::uint32_t next_id = 100;
+  bool cancel_ignored = false;  // cancels answered but not done
   std::function<std::optional<std::string>(const SlurmJobRequest&)> policy;
   std::string reject;  // non-empty: every submission fails with this (not a refusal)
   bool batch = true;   // requeue_job works for batch jobs only (the prolog's refusal of an srun)
@@ -204,6 +205,7 @@ class FakeSlurm : public SlurmClient, public SlurmNodeControl {
   }
   Status cancel(std::uint32_t id) override {
     calls.push_back("cancel " + std::to_string(id));
+    if (cancel_ignored) return ok_status();  // answered, not done (a slurmctld that lost it)
     if (SlurmJob* j = job(id); j && !has_ended(*j)) j->state = SlurmJobState::cancelled;
     return ok_status();
   }
