@@ -51,8 +51,9 @@ export function renderWorkloads() {
     cell(row, w.target);
     cell(row, w.workspace);
     cell(row, w.phase, "phase-" + w.phase);
-    cell(row, w.attempt);
-    cell(row, w.nodes);
+    // A service has replicas, not attempts on a set of nodes.
+    cell(row, w.kind === "service" ? "—" : w.attempt);
+    cell(row, w.kind === "service" ? w.replicas.ready + " of " + w.replicas.desired + " replicas ready" : w.nodes);
     const actions = cell(row, "");
     if (w.phase === "Running" || w.phase === "Pending") {
       const stop = document.createElement("button");
@@ -97,19 +98,41 @@ export async function showWorkload(id) {
   current = w.data;
   renderSummary(w.data);
   renderAttempts(events.status === 200 ? events.data.items : []);
-  for (let n = 1; n <= Math.max(1, w.data.attempt); n++) {
-    const option = document.createElement("option");
-    option.value = String(n);
-    option.textContent = "attempt " + n;
-    $("log-attempt").appendChild(option);
+  if (w.data.kind === "service") {
+    // A service's logs are its replicas' (each replica's current job, or its last one).
+    for (const r of w.data.replicas.items) {
+      const option = document.createElement("option");
+      option.value = String(r.replica);
+      option.textContent = "replica " + r.replica;
+      $("log-attempt").appendChild(option);
+    }
+  } else {
+    for (let n = 1; n <= Math.max(1, w.data.attempt); n++) {
+      const option = document.createElement("option");
+      option.value = String(n);
+      option.textContent = "attempt " + n;
+      $("log-attempt").appendChild(option);
+    }
+    $("log-attempt").value = String(Math.max(1, w.data.attempt));
   }
-  $("log-attempt").value = String(Math.max(1, w.data.attempt));
   $("workload-stop").disabled = !(w.data.phase === "Running" || w.data.phase === "Pending");
   setStatus(events.status === 200 ? "" : "The events of " + id + " cannot be read: " + errorText(events), events.status !== 200);
 }
 
 function renderSummary(w) {
   $("workload-title").textContent = w.name + " (" + w.id + ")";
+  if (w.kind === "service") {
+    const r = w.replicas;
+    definitions($("workload-summary"), [
+      ["Phase", w.phase], ["User", w.user], ["Workspace", w.workspace || "none"], ["Target", w.target],
+      ["Kind", "service"], ["Replicas", r.ready + " of " + r.desired + " ready (scaling " + r.min + " to " + r.max + ")"],
+      ...r.items.map((x) => ["Replica " + x.replica,
+        x.state + (x.node ? " on " + x.node + ":" + x.port : "") + (x.reason ? " (" + x.reason + ")" : "") +
+        ", " + x.restarts + " restarts" + (x.crashLooping ? ", crash-looping: " + x.lastFailure : "")]),
+      ["Submitted", timeText(w.submitTime)],
+    ]);
+    return;
+  }
   definitions($("workload-summary"), [
     ["Phase", w.phase + (w.slurmState ? " (Slurm: " + w.slurmState + (w.reason ? ", " + w.reason : "") + ")" : "")],
     ["User", w.user], ["Workspace", w.workspace || "none"], ["Target", w.target],
@@ -129,7 +152,7 @@ function renderAttempts(items) {
     row.className = "event-" + e.type;
     row.dataset.attempt = String(e.attempt);
     row.dataset.type = e.type;
-    cell(row, e.attempt);
+    cell(row, e.attempt ?? (e.replica !== undefined ? "replica " + e.replica : "—"));
     cell(row, timeText(e.time));
     cell(row, e.type + (e.source === "safed" ? " (SaFE)" : ""));
     cell(row, e.message);
@@ -141,7 +164,8 @@ function renderAttempts(items) {
 export async function showLog() {
   if (!current) return;
   const attempt = $("log-attempt").value;
-  const response = await fetch("/api/v1/workloads/" + encodeURIComponent(current.id) + "/logs?attempt=" + encodeURIComponent(attempt),
+  const which = current.kind === "service" ? "replica" : "attempt";
+  const response = await fetch("/api/v1/workloads/" + encodeURIComponent(current.id) + "/logs?" + which + "=" + encodeURIComponent(attempt),
     { credentials: "same-origin" });
   const text = await response.text();
   if (response.status === 401) return state.onSignedOut("Your session has ended: sign in again.");
@@ -149,10 +173,10 @@ export async function showLog() {
     let message = "HTTP " + response.status;
     try { message = JSON.parse(text).error || message; } catch (e) { /* not JSON */ }
     $("log-text").textContent = "";
-    return setStatus("No log for attempt " + attempt + ": " + message, true);
+    return setStatus("No log for " + which + " " + attempt + ": " + message, true);
   }
   $("log-text").textContent = text;
-  setStatus("The log of attempt " + attempt + " (" + text.length + " bytes).");
+  setStatus("The log of " + which + " " + attempt + " (" + text.length + " bytes).");
 }
 
 export async function stopOrDelete(remove) {

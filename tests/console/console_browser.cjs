@@ -11,7 +11,8 @@ const env = (name) => {
 const consoleUrl = env("SAFE_CONSOLE_URL");
 const origin = new URL(consoleUrl).origin;
 const shots = env("SAFE_SHOTS");
-const ids = { xss: env("SAFE_XSS_ID"), stop: env("SAFE_STOP_ID"), target: env("SAFE_TARGET_ID"), failedOver: env("SAFE_FAILED_OVER_ID") };
+const ids = { xss: env("SAFE_XSS_ID"), stop: env("SAFE_STOP_ID"), target: env("SAFE_TARGET_ID"), failedOver: env("SAFE_FAILED_OVER_ID"),
+  service: env("SAFE_SERVICE_ID") };
 const faultNode = env("SAFE_FAULT_NODE");
 const xssName = "<img src=x onerror=alert(1)>";
 
@@ -114,6 +115,26 @@ async function main() {
     const log = await page.$eval("#log-text", (e) => e.textContent);
     check(log.includes("console attempt=0 node=" + faultNode), "expected attempt 1's log to show its run on " + faultNode + " (" + JSON.stringify(log) + ")");
     await page.screenshot({ path: shots + "/workload-log.png", fullPage: true });
+    await page.click('#workload a[href="#/workloads"]');
+    await page.waitForSelector("#workloads", { visible: true });
+    await page.waitForFunction(() => document.getElementById("status").textContent === "");
+
+    // 5b. A service: its row counts its ready replicas, its page shows each replica, and the log
+    //     selector offers replicas, not attempts.
+    const serviceRow = await page.$eval(`#workloads-body tr[data-id="${ids.service}"]`, (r) => r.textContent);
+    check(serviceRow.includes("1 of 1 replicas ready"), "expected the service's row to count its ready replicas (" + serviceRow + ")");
+    await page.click(`#workloads-body tr[data-id="${ids.service}"] a`);
+    await page.waitForSelector("#workload", { visible: true });
+    await page.waitForFunction(() => document.getElementById("workload-summary").textContent.includes("Replica 0"));
+    const summary = await page.$eval("#workload-summary", (e) => e.textContent);
+    // (Its port is 23000, or the next when it moved off the node the GPU fault above drained.)
+    check(summary.includes("1 of 1 ready") && /Ready on n\d+:2300\d/.test(summary),
+      "expected the service's page to show replica 0 ready on its node and port (" + summary + ")");
+    await page.screenshot({ path: shots + "/service.png", fullPage: true });
+    await page.select("#log-attempt", "0");
+    await page.click("#log-show");
+    await page.waitForFunction(() => document.getElementById("log-text").textContent.includes("console service replica=0"), { timeout: 15000 });
+    check(true, "expected replica 0's log on the service's page");
     await page.click('#workload a[href="#/workloads"]');
     await page.waitForSelector("#workloads", { visible: true });
     await page.waitForFunction(() => document.getElementById("status").textContent === "");

@@ -4,7 +4,7 @@
 # (npm, from the committed lockfile; no browser download): sign-in with a token from `scontrol
 # token`, the workloads list (a workload named like markup renders as text), a workload failed
 # over by a GPU fault on the cluster (its page shows both attempts and the node fault; the log of
-# attempt 1), the cluster page (that node drained by SaFE, its GPU 0 failing the ECC check in the
+# attempt 1), a service (its replicas counted in the list, each on its page, a replica's log), the cluster page (that node drained by SaFE, its GPU 0 failing the ECC check in the
 # GPU grid its health checker sent safed), stopping a workload with its button, a
 # second user who sees none of the first's, an admin who sees them (as text) and the workspaces
 # (workspace console's pending job held by its quota, its ETTR and time lost; its ETTR of today on
@@ -35,6 +35,8 @@ work=$(mktemp -d /tmp/safe-console.XXXXXX)
 pids=() bad="" root_jobs=()
 cleanup() {
     kill "${pids[@]}" 2>/dev/null || true
+    # The service first: else the bridge would start its replica again.
+    curl -sS -o /dev/null -X DELETE -H "Authorization: Bearer ${ROOT_JWT:-}" "$SAFE_BRIDGE_URL/api/v1/workloads/svc-console-svc" || true
     scancel -u safeconsole >/dev/null 2>&1 || true
     # The checker resumes its own drain once the GPU is clean again.
     [[ -z $bad ]] || safectl inject --node "$bad" --gpu 0 --fault clear >/dev/null 2>&1 || true
@@ -77,6 +79,11 @@ for id in "$xss" "$to_stop" "$target" "$failed_over"; do
     [[ $id =~ ^slurm-[0-9]+$ ]] || fail "the bridge did not create a workload: $id"
     wait_for "[[ \$(phase $id) == Running ]]" 60
 done
+# And a service of one replica (no probe: ready once it runs).
+service=$(submit safeconsole console-svc '{"kind": "service", "port": 23000,
+    "script": "echo \"console service replica=$SAFE_REPLICA\"; exec sleep 300"}')
+assert_eq svc-console-svc "$service" "the service's id"
+wait_for "[[ \$(phase $service) == Running ]]" 60 "curl -sS -H 'Authorization: Bearer $ROOT_JWT' $SAFE_BRIDGE_URL/api/v1/workloads/$service"
 # A real failover: a GPU fault on the node of console-failover's first attempt, once that runs
 # its script (Slurm shows a job running while its prolog still checks the GPUs).
 wait_for "curl -sS -H 'Authorization: Bearer $ROOT_JWT' $SAFE_BRIDGE_URL/api/v1/workloads/$failed_over/logs | grep -q 'console attempt=0'" 30
@@ -117,6 +124,7 @@ curl -sf "http://127.0.0.1:$attack_port/attack.html" >/dev/null || fail "the oth
 
 SAFE_CONSOLE_URL=$SAFE_BRIDGE_URL/console/ SAFE_USER_JWT=$(jwt safeconsole) SAFE_OTHER_JWT=$(jwt safeconsole2) SAFE_ADMIN_JWT=$ROOT_JWT \
 SAFE_XSS_ID=$xss SAFE_STOP_ID=$to_stop SAFE_TARGET_ID=$target SAFE_FAILED_OVER_ID=$failed_over SAFE_FAULT_NODE=$bad \
+SAFE_SERVICE_ID=$service \
 SAFE_SHOTS=$shots \
 SAFE_CROSS_SITE_URL=http://localhost:$attack_port/attack.html SAFE_SAME_SITE_URL=http://127.0.0.1:$attack_port/attack.html \
 NODE_PATH=$driver/node_modules node "$SAFE_SOURCE_DIR/tests/console/console_browser.cjs" ||
