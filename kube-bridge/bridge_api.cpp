@@ -119,7 +119,8 @@ ApiResponse BridgeApi::handle(const ApiRequest& request) {
   if (parts.size() == 1 && (parts[0] == "healthz" || parts[0] == "metrics" || parts[0] == "openapi.json")) {
     if (request.method != "GET" && request.method != "HEAD") return method_not_allowed("GET");
     if (parts[0] == "healthz") return {200, "{\"status\":\"ok\"}", "application/json", {}, "-"};
-    if (parts[0] == "metrics") return {200, metrics_.render(), "text/plain; version=0.0.4", {}, "-"};
+    if (parts[0] == "metrics")
+      return {200, metrics_.render() + (services_ ? services_->metrics_text() : ""), "text/plain; version=0.0.4", {}, "-"};
     return {200, settings_.openapi_document, "application/json", {}, "-"};
   }
   if (!parts.empty() && parts[0] == "console") return console(request, parts);

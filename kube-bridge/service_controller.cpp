@@ -306,7 +306,16 @@ void ServiceController::save(Service& s) {
 
 void ServiceController::publish() {
   auto out = std::make_shared<Published>();
+  long long running = 0, stopped = 0, desired = 0, ready = 0, looping = 0, restarts = 0;
   for (const auto& [name, s] : services_) {
+    (s.record.stopped ? stopped : running) += 1;
+    if (!s.record.stopped) desired += s.record.desired;
+    for (const auto& x : s.record.replicas) {
+      auto job = s.seen.jobs.find(x.job_id);
+      ready += x.job_id && job != s.seen.jobs.end() && job->second.live && job->second.ready;
+      looping += x.crash_looping;
+      restarts += x.restarts;
+    }
     Json view = render_service(s.record, s.seen);
     out->workloads.push_back({"svc-" + name, s.record.uid, service_phase(s.record, s.seen),
                               s.record.spec.options.workspace.value_or(""), json_text(view.get())});
@@ -318,8 +327,26 @@ void ServiceController::publish() {
     for (const auto& x : s.record.replicas)
       if (x.job_id || x.last_job) logs.jobs[x.index] = x.job_id ? x.job_id : x.last_job;
   }
+  out->metrics =
+      "# HELP safe_services Services (kind service) the bridge keeps, by state.\n"
+      "# TYPE safe_services gauge\n"
+      "safe_services{state=\"running\"} " + std::to_string(running) + "\n"
+      "safe_services{state=\"stopped\"} " + std::to_string(stopped) + "\n"
+      "# HELP safe_service_replicas Replicas of every service: wanted, ready, crash-looping.\n"
+      "# TYPE safe_service_replicas gauge\n"
+      "safe_service_replicas{state=\"desired\"} " + std::to_string(desired) + "\n"
+      "safe_service_replicas{state=\"ready\"} " + std::to_string(ready) + "\n"
+      "safe_service_replicas{state=\"crash_looping\"} " + std::to_string(looping) + "\n"
+      "# HELP safe_service_replica_restarts Restarts of the replicas of the services that exist now.\n"
+      "# TYPE safe_service_replica_restarts gauge\n"
+      "safe_service_replica_restarts " + std::to_string(restarts) + "\n";
   std::lock_guard lock(published_mutex_);
   published_ = out;
+}
+
+std::string ServiceController::metrics_text() {
+  std::lock_guard lock(published_mutex_);
+  return published_->metrics;
 }
 
 CreateOutcome ServiceController::create(const WorkloadSpec& spec, const UserRecord& user, const std::string& work_dir) {

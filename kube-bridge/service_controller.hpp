@@ -65,6 +65,9 @@ class ServiceController : public WorkloadTarget {
   CreateOutcome create(const WorkloadSpec& spec, const UserRecord& user, const std::string& work_dir);
   // {"endpoints": [...]}, as the endpoints file has them; nullopt for no such service.
   std::optional<std::string> endpoints(const std::string& id);
+  // The services' Prometheus metrics, totals over every service (the bridge's /metrics is open:
+  // no service's or user's name in it).
+  std::string metrics_text();
 
   bool owns(const std::string& id) const override { return id.starts_with("svc-"); }
   Result<WorkloadList> list() override;
@@ -92,6 +95,7 @@ class ServiceController : public WorkloadTarget {
     std::map<std::string, std::string> endpoints;  // by name
     std::map<std::string, std::vector<ServiceEvent>> events;
     std::map<std::string, LogSource> logs;
+    std::string metrics;
   };
   // Cancels and submits; how many submits Slurm took.
   int act(Service& s, const ServicePlan& plan);

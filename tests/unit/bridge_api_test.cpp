@@ -625,6 +625,10 @@ TEST_F(BridgeServiceTest, AServiceRunsAJobPerReplicaAsItsUser) {
   // Another user sees none of it; a training workload has no endpoints.
   EXPECT_EQ(call("GET", "/api/v1/workloads/svc-web", "bob").status, 404);
   EXPECT_EQ(call("GET", "/api/v1/workloads/svc-web/endpoints", "bob").status, 404);
+  std::string metrics = call("GET", "/metrics", "").body;
+  EXPECT_NE(metrics.find("safe_services{state=\"running\"} 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("safe_service_replicas{state=\"ready\"} 2\n"), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find("web"), std::string::npos) << "no service's name on the open /metrics";
   std::string training = created_id(call("POST", "/api/v1/workloads", "alice", R"({"name":"t","script":"x"})"));
   EXPECT_EQ(call("GET", "/api/v1/workloads/" + training + "/endpoints", "alice").status, 404);
 }
