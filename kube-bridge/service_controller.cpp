@@ -20,17 +20,20 @@
 namespace safe::bridge {
 namespace {
 
-// A directory of the bridge's: made with `mode` when missing, and refused when anyone but root
-// (the bridge's user) could write into it, for a planted record would run jobs as its uid.
-Status own_dir(const std::string& path, mode_t mode) {
+// A directory of the bridge's: made with `mode` when missing, and refused when anyone but the
+// bridge's user could write into it, for a planted record would run jobs as its uid. `private_dir`:
+// others' access is taken away (specs hold users' environments); an admin's stricter mode stays.
+// The state directory itself may be a symbolic link (to another disk); what is in it may not.
+Status own_dir(const std::string& path, mode_t mode, bool private_dir, bool follow) {
   if (mkdir(path.c_str(), mode) != 0 && errno != EEXIST) return Error{path + ": " + std::strerror(errno)};
   struct stat st {};
-  if (lstat(path.c_str(), &st) != 0) return Error{path + ": " + std::strerror(errno)};
+  if ((follow ? stat(path.c_str(), &st) : lstat(path.c_str(), &st)) != 0) return Error{path + ": " + std::strerror(errno)};
   if (!S_ISDIR(st.st_mode)) return Error{path + " is not a directory"};
   if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)))
     return Error{path + " must belong to the bridge's user (uid " + std::to_string(geteuid()) +
                  ") and be writable by no one else; chown and chmod go-w it"};
-  if ((st.st_mode & 07777) != mode && chmod(path.c_str(), mode) != 0) return Error{path + ": " + std::strerror(errno)};
+  if (private_dir && (st.st_mode & 077) && chmod(path.c_str(), st.st_mode & 0700) != 0)
+    return Error{path + ": " + std::strerror(errno)};
   return ok_status();
 }
 
@@ -57,7 +60,9 @@ ReplicaJobObservation observe(const SlurmJob& job, int port, const std::map<std:
   o.exit_code = static_cast<int>(job.exit_code >> 8);
   o.start_time = job.start_time;
   o.end_time = job.end_time;
-  o.ends_soon = o.running && job.end_time > 0 && job.end_time - now < kRetireAheadS;
+  // (A job whose whole time limit is that short is not retired: it would never stop moving.)
+  o.ends_soon = o.running && job.end_time > 0 && job.end_time - now < kRetireAheadS && now - job.start_time > kRetireAheadS;
+  o.completing = job.completing;
   return o;
 }
 
@@ -71,8 +76,9 @@ ServiceController::ServiceController(ServiceSettings settings, SlurmCache& slurm
 ServiceController::~ServiceController() { stop_thread(); }
 
 Status ServiceController::load() {
-  for (auto [sub, mode] : {std::pair{"", 0755}, std::pair{"/services", 0700}, std::pair{"/endpoints", 0755}})
-    if (auto made = own_dir(settings_.state_dir + sub, static_cast<mode_t>(mode)); !made) return made;
+  if (auto made = own_dir(settings_.state_dir, 0755, false, true); !made) return made;
+  if (auto made = own_dir(settings_.state_dir + "/services", 0700, true, false); !made) return made;
+  if (auto made = own_dir(settings_.state_dir + "/endpoints", 0755, false, false); !made) return made;
   std::string dir = settings_.state_dir + "/services";
   DIR* d = opendir(dir.c_str());
   if (!d) return Error{dir + ": " + std::strerror(errno)};
@@ -135,7 +141,7 @@ int ServiceController::start_budget() {
 
 void ServiceController::pass() {
   std::lock_guard lock(mutex_);
-  if (services_.empty() && deleting_.empty()) return;
+  if (services_.empty()) return;
   auto jobs = slurm_.jobs();
   auto nodes = slurm_.nodes();
   if (!jobs || !nodes) {
@@ -145,37 +151,27 @@ void ServiceController::pass() {
   }
   std::time_t now = clock_();
   std::map<std::string, NodeFacts> node_facts;
-  std::set<std::string> usable;
+  std::set<std::string> usable, free;
   for (const auto& n : *nodes) {
     std::string host = !n.addr.empty() ? n.addr : !n.hostname.empty() ? n.hostname : n.name;
     node_facts[n.name] = {host, n.drain || n.down, n.down};
     if (!n.drain && !n.down) usable.insert(n.name);
+    if (!n.drain && !n.down && !n.busy && !n.reserved) free.insert(n.name);
   }
   // The services' jobs, by service; a job counts only when its user owns the service (anyone can
-  // write a Comment that looks like the bridge's mark). A deleted service's jobs still running
-  // are cancelled; once none runs, the service is forgotten.
+  // write a Comment that looks like the bridge's mark).
   struct Marked {
     const SlurmJob* job;
     BridgeRecord mark;
   };
   std::map<std::string, std::vector<Marked>> marked;
-  std::set<std::string> still_deleting;
   for (const auto& job : **jobs) {
     auto mark = parse_bridge_comment(job.comment);
     if (!mark || mark->service.empty()) continue;
-    if (auto d = deleting_.find(mark->service); d != deleting_.end() && d->second == job.user_id) {
-      if (has_ended(job)) continue;
-      still_deleting.insert(mark->service);
-      if (Status cancelled = slurm_.cancel(job.id); !cancelled)
-        log_linef(LogPriority::warning, "safe-kube-bridge: deleted service %s: cannot cancel job %u: %s", mark->service.c_str(), job.id,
-                  cancelled.error().c_str());
-      continue;
-    }
     auto it = services_.find(mark->service);
     if (it == services_.end() || it->second.record.uid != job.user_id) continue;
     marked[mark->service].push_back({&job, *mark});
   }
-  for (auto it = deleting_.begin(); it != deleting_.end();) it = still_deleting.count(it->first) ? std::next(it) : deleting_.erase(it);
 
   // Observe, then probe every running replica of every service at once.
   std::vector<ProbeRequest> probes;
@@ -189,6 +185,11 @@ void ServiceController::pass() {
     s.seen = ServiceObservation{};
     s.seen.now = now;
     s.seen.usable_nodes = usable;
+    s.seen.free_nodes = free;
+    // A job that was ready has passed its liveness probe too (a restarted bridge forgot which).
+    if (s.record.spec.service.readiness)
+      for (const auto& x : s.record.replicas)
+        if (x.job_id && x.ready_since) s.liveness_passed.insert(x.job_id);
     std::map<std::uint32_t, int> ports;
     for (const auto& x : s.record.replicas) {
       if (x.job_id) ports[x.job_id] = x.port;
@@ -251,10 +252,23 @@ void ServiceController::pass() {
     for (auto it = s->liveness_passed.begin(); it != s->liveness_passed.end();)
       it = s->seen.jobs.count(*it) ? std::next(it) : s->liveness_passed.erase(it);
     ServicePlan plan = plan_service(s->record, s->seen, budget);
-    int took = act(*s, plan);
-    started += took;
-    budget += static_cast<int>(plan.starts.size()) - took;  // a start Slurm refused costs nothing
+    started += static_cast<int>(plan.starts.size());  // refused or not: each is an RPC slurmctld answers
+    act(*s, plan);
     save(*s);
+  }
+  // A deleted service is forgotten once none of its jobs runs (its record kept it until then,
+  // across restarts too, with its name taken).
+  for (auto it = services_.begin(); it != services_.end();) {
+    const Service& s = it->second;
+    bool runs = std::any_of(s.seen.jobs.begin(), s.seen.jobs.end(), [](const auto& j) { return j.second.live; });
+    if (!s.record.deleted || runs) {
+      ++it;
+      continue;
+    }
+    for (const auto& f : {settings_.state_dir + "/services/" + it->first + ".json", settings_.state_dir + "/endpoints/" + it->first + ".json"})
+      if (unlink(f.c_str()) != 0 && errno != ENOENT)
+        log_linef(LogPriority::error, "safe-kube-bridge: service %s: cannot remove %s: %s", it->first.c_str(), f.c_str(), std::strerror(errno));
+    it = services_.erase(it);
   }
   start_tokens_ -= started;
   publish();
@@ -308,6 +322,7 @@ void ServiceController::publish() {
   auto out = std::make_shared<Published>();
   long long running = 0, stopped = 0, desired = 0, ready = 0, looping = 0, restarts = 0;
   for (const auto& [name, s] : services_) {
+    if (s.record.deleted) continue;  // gone for its user; kept here until its jobs end
     (s.record.stopped ? stopped : running) += 1;
     if (!s.record.stopped) desired += s.record.desired;
     for (const auto& x : s.record.replicas) {
@@ -351,13 +366,13 @@ std::string ServiceController::metrics_text() {
 
 CreateOutcome ServiceController::create(const WorkloadSpec& spec, const UserRecord& user, const std::string& work_dir) {
   std::lock_guard lock(mutex_);
+  if (auto it = services_.find(spec.name); it != services_.end() && it->second.record.deleted)
+    return {409, "a service named '" + spec.name + "' is being deleted (its jobs are ending); try again in a few seconds"};
   if (services_.count(spec.name) || unreadable_.count(spec.name))
     return {409, "a service named '" + spec.name + "' exists (service names are the cluster's, not each user's); choose another "
                  "name, or delete yours first"};
-  if (deleting_.count(spec.name))
-    return {409, "a service named '" + spec.name + "' is being deleted (its jobs are ending); try again in a few seconds"};
   int mine = 0;
-  for (const auto& [name, s] : services_) mine += s.record.uid == user.uid;
+  for (const auto& [name, s] : services_) mine += s.record.uid == user.uid && !s.record.deleted;
   if (mine >= settings_.max_services_per_user)
     return {422, "you have " + std::to_string(mine) + " services, the most one user may have; delete one first"};
   Service s;
@@ -443,16 +458,10 @@ Result<std::string> ServiceController::stop(const ListedWorkload& w, bool remove
         now_seen.jobs[job.id].live = true;
     act(s, stop_service(s.record, now_seen, clock_()));
   }
-  // Saved stopped first: should the record's removal fail, a restarted bridge starts nothing.
+  // Deleted: gone for its user at once; its record, marked so, stays (across restarts too) until
+  // no job of it runs, each pass cancelling what does (pass()).
+  if (remove) s.record.deleted = true;
   save(s);
-  if (remove) {
-    std::string name = it->first;
-    deleting_[name] = s.record.uid;  // its jobs still running are cancelled each pass
-    for (const auto& f : {settings_.state_dir + "/services/" + name + ".json", settings_.state_dir + "/endpoints/" + name + ".json"})
-      if (unlink(f.c_str()) != 0 && errno != ENOENT)
-        log_linef(LogPriority::error, "safe-kube-bridge: service %s: cannot remove %s: %s", name.c_str(), f.c_str(), std::strerror(errno));
-    services_.erase(it);
-  }
   publish();
   return std::string("Stopped");
 }

@@ -10,8 +10,9 @@
 //
 // State: DIR/services/NAME.json (service_record.hpp; mode 0600 in a 0700 directory: specs hold
 // users' environments), DIR/endpoints/NAME.json for a load balancer ({"service", "endpoints":
-// [{"host", "port", "ready", "replica"}]}, readable by all). DIR must be root's and writable by
-// no one else. One bridge runs a cluster's services: two bridges with the same state would both
+// [{"host", "port", "ready", "replica"}]}, readable by all). DIR must be the bridge's user's
+// (root's) and writable by no one else. A deleted service's record stays, marked deleted, until
+// none of its jobs runs. One bridge runs a cluster's services: two bridges with the same state would both
 // keep the replicas going.
 #pragma once
 
@@ -112,8 +113,6 @@ class ServiceController : public WorkloadTarget {
 
   std::mutex mutex_;  // services_, and a pass as a whole (create and stop wait for a pass to end)
   std::map<std::string, Service> services_;
-  // Deleted services whose jobs may still run: cancelled each pass until none does (name -> uid).
-  std::map<std::string, uid_t> deleting_;
   std::set<std::string> unreadable_;  // records that did not load: their names stay taken
   std::size_t first_ = 0;             // which service plans first this pass (round robin)
   double start_tokens_ = 0;

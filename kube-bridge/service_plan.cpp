@@ -30,35 +30,42 @@ int backoff_s(int first, int failures) {
 // The port for a new job of the service: the spec's plus the lowest offset no live job of the
 // service holds (two replicas may land on one node; the spec's check leaves room for
 // 2 x maxReplicas ports).
-int free_port(const ServiceRecord& r, const std::vector<int>& taken_now) {
+int free_port(const ServiceRecord& r, const ServiceObservation& seen, const std::vector<int>& taken_now) {
   std::set<int> taken(taken_now.begin(), taken_now.end());
   for (const auto& x : r.replicas) {
     if (x.job_id) taken.insert(x.port);
     if (x.replacement_job) taken.insert(x.replacement_port);
   }
+  // A job cancelled or ended whose processes are still being killed may hold its port.
+  for (const auto& [id, job] : seen.jobs)
+    if ((job.live || job.completing) && job.port > 0) taken.insert(job.port);
   int port = r.spec.service.port;
   while (taken.count(port) && port < 65535) ++port;
   return port;
 }
 
-// The nodes a new job of replica `x` is kept off: the node it was last lost on and, while some
-// node in service is left, the nodes its service's other replicas run on.
-std::vector<std::string> exclusions(const ServiceRecord& r, const ReplicaState& x, const ServiceObservation& seen) {
-  if (x.start_failures > 0) return {};
+// A new job of replica `x`, kept off the node it was last lost on (while another node is in
+// service) and, while an idle node is left, off the nodes its service's other replicas run on.
+ReplicaStart start_of(const ServiceRecord& r, const ReplicaState& x, const ServiceObservation& seen, bool replacement,
+                      const std::vector<int>& ports_planned) {
+  ReplicaStart s{x.index, free_port(r, seen, ports_planned), replacement, {}, false};
+  if (x.start_failures > 0) return s;
   std::set<std::string> avoid(x.avoid_nodes.begin(), x.avoid_nodes.end());
-  auto some_left = [&](const std::set<std::string>& out) {
-    for (const auto& n : seen.usable_nodes)
+  auto some_left = [](const std::set<std::string>& nodes, const std::set<std::string>& out) {
+    for (const auto& n : nodes)
       if (!out.count(n)) return true;
     return false;
   };
-  if (!some_left(avoid)) return {};
+  if (!some_left(seen.usable_nodes, avoid)) return s;
   std::set<std::string> spread = avoid;
   for (const auto& other : r.replicas)
     if (other.index != x.index)
       for (auto id : {other.job_id, other.replacement_job})
         if (const auto* job = seen_job(seen, id); job && job->live && !job->node.empty()) spread.insert(job->node);
-  const auto& chosen = some_left(spread) ? spread : avoid;
-  return {chosen.begin(), chosen.end()};
+  s.spread = !x.spread_given_up && spread.size() > avoid.size() && some_left(seen.free_nodes, spread);
+  const auto& chosen = s.spread ? spread : avoid;
+  s.excluded_nodes.assign(chosen.begin(), chosen.end());
+  return s;
 }
 
 // Whether a new job of replica `x` should wait for a sibling's job, submitted before it, to get its
@@ -114,11 +121,11 @@ void scale(ServiceRecord& r, const ServiceObservation& seen) {
   if (!rule) return;
   const std::time_t now = seen.now;
   double total = 0;
-  int ready = 0, reporting = 0;
+  int running = 0, reporting = 0;
   for (const auto& x : r.replicas)
-    if (const auto* job = seen_job(seen, x.job_id); job && job->ready) {
-      ++ready;
-      if (job->metric) {
+    if (const auto* job = seen_job(seen, x.job_id); job && job->live && job->running) {
+      ++running;
+      if (job->ready && job->metric) {
         total += *job->metric;
         ++reporting;
       }
@@ -132,11 +139,12 @@ void scale(ServiceRecord& r, const ServiceObservation& seen) {
     r.desired = want;
     r.last_scaled = now;
     r.lower_demand_since = 0;
-  } else if (want == r.desired) {
+  } else if (want == r.desired || reporting < running) {
+    // Down only on every running replica's figure: one that did not answer (overloaded, say:
+    // then its readiness fails too) must not make the demand look lower; such a pass starts the
+    // cooldown again.
     r.lower_demand_since = 0;
-  } else if (reporting == ready) {
-    // Down only on every ready replica's figure: one that did not answer (overloaded, say) must
-    // not make the demand look lower.
+  } else {
     if (!r.lower_demand_since) {
       r.lower_demand_since = now;
       r.lower_demand_peak = want;
@@ -216,10 +224,22 @@ ServicePlan plan_service(ServiceRecord& r, const ServiceObservation& seen, int& 
     if (x.replacement_job) {
       const auto* repl = seen_job(seen, x.replacement_job);
       if (gone(repl)) {
-        if (!r.cancelled.count(x.replacement_job))
-          own_failure(r, x, now, "its replacement job " + std::to_string(x.replacement_job) + " ended: " + ended_how(repl),
-                      repl ? repl->start_time : 0);
+        if (!r.cancelled.count(x.replacement_job)) {
+          // Counted apart from the replica's own failures, which its old job's stable run clears.
+          ++x.replacement_failures;
+          x.not_before = now + backoff_s(kFirstReplacementBackoffS, x.replacement_failures);
+          event(r, now, "ReplacementFailed", x.index,
+                "the replacement job " + std::to_string(x.replacement_job) + " ended (" + ended_how(repl) + "); the next in " +
+                    std::to_string(x.not_before - now) + " s, the old job serving meanwhile");
+        }
         x.replacement_job = 0;
+      } else if (!repl->running && x.spread && !x.spread_given_up && now - x.started_at >= kSpreadWaitS &&
+                 repl->pending_reason != "Licenses") {
+        cancel(plan, r, x.replacement_job);
+        x.replacement_job = 0;
+        x.spread_given_up = true;
+        event(r, now, "SpreadGivenUp", x.index,
+              "its replacement waited " + std::to_string(now - x.started_at) + " s for a node none of its siblings uses; the next goes anywhere");
       } else if (repl->ready || gone(seen_job(seen, x.job_id))) {
         if (x.job_id && !gone(seen_job(seen, x.job_id))) cancel(plan, r, x.job_id);
         event(r, now, "ReplicaReplaced", x.index,
@@ -229,6 +249,7 @@ ServicePlan plan_service(ServiceRecord& r, const ServiceObservation& seen, int& 
         x.job_id = x.replacement_job;
         x.port = x.replacement_port;
         x.replacement_job = 0;
+        x.replacement_failures = 0;
         x.ready_since = repl->ready ? now : 0;
         continue;
       }
@@ -256,7 +277,17 @@ ServicePlan plan_service(ServiceRecord& r, const ServiceObservation& seen, int& 
       x.last_job = x.job_id;
       x.job_id = 0;
       x.ready_since = 0;
+    } else if (job && !job->running && x.spread && !x.spread_given_up && now - x.started_at >= kSpreadWaitS &&
+               job->pending_reason != "Licenses") {
+      // Kept off its siblings' nodes, it waits for others: it goes again, anywhere.
+      cancel(plan, r, x.job_id);
+      x.spread_given_up = true;
+      x.last_job = x.job_id;
+      x.job_id = 0;
+      event(r, now, "SpreadGivenUp", x.index,
+            "its job waited " + std::to_string(now - x.started_at) + " s for a node none of its siblings uses; starting it on any node");
     } else if (job) {
+      if (job->running) x.spread_given_up = false;
       if (job->ready && !x.ready_since) {
         x.ready_since = now;
         event(r, now, "ReplicaReady", x.index, "ready on " + job->host + ":" + std::to_string(x.port));
@@ -287,7 +318,7 @@ ServicePlan plan_service(ServiceRecord& r, const ServiceObservation& seen, int& 
                     "; starting a replacement, the old job goes once it is ready");
         x.unhealthy_job = x.job_id;
         if (job->node_unhealthy) x.avoid_nodes = {job->node};
-        ReplicaStart s{x.index, free_port(r, ports_planned), true, exclusions(r, x, seen)};
+        ReplicaStart s = start_of(r, x, seen, true, ports_planned);
         ports_planned.push_back(s.port);
         plan.starts.push_back(s);
         --start_budget;
@@ -296,7 +327,7 @@ ServicePlan plan_service(ServiceRecord& r, const ServiceObservation& seen, int& 
 
     if (x.job_id == 0 && now >= x.not_before && start_budget > 0 &&
         !wait_for_placement(r, x, seen, !ports_planned.empty())) {
-      ReplicaStart s{x.index, free_port(r, ports_planned), false, exclusions(r, x, seen)};
+      ReplicaStart s = start_of(r, x, seen, false, ports_planned);
       ports_planned.push_back(s.port);
       plan.starts.push_back(s);
       --start_budget;
@@ -319,6 +350,7 @@ void record_start(ServiceRecord& r, const ReplicaStart& s, std::uint32_t job_id,
     if (x.index != s.index) continue;
     x.start_failures = 0;
     x.started_at = now;
+    x.spread = s.spread;
     if (s.replacement) {
       x.replacement_job = job_id;
       x.replacement_port = s.port;

@@ -47,6 +47,8 @@ constexpr int kLivenessFailures = 3;
 constexpr int kRetireAheadS = 120;  // a job this close to its time limit is replaced ahead of it
 constexpr int kStartRetryS = 10;
 constexpr int kPlacementWaitS = 10;  // how long a start waits for a sibling's job to get its node
+constexpr int kSpreadWaitS = 60;     // how long a job kept off its siblings' nodes may pend
+constexpr int kFirstReplacementBackoffS = 5;
 
 // One of the service's jobs as observed this pass.
 struct ReplicaJobObservation {
@@ -57,6 +59,7 @@ struct ReplicaJobObservation {
   std::string node;
   std::string host;          // the node's address, where the replica listens
   std::string pending_reason;  // Slurm's reason while pending (Licenses: the workspace's quota)
+  bool completing = false;   // ended, its processes still being killed (its port may be held)
   int port = 0;              // from the job's mark (adoption)
   bool ends_soon = false;    // running, within kRetireAheadS of its time limit
   int exit_code = 0;         // once ended
@@ -73,6 +76,7 @@ struct ServiceObservation {
   // Jobs carrying this service's mark that no replica holds: replica index by job id.
   std::map<std::uint32_t, int> unclaimed;
   std::set<std::string> usable_nodes;  // up and not drained
+  std::set<std::string> free_nodes;    // of those, idle (no job on them): where spreading goes
 };
 
 struct ReplicaStart {
@@ -80,6 +84,7 @@ struct ReplicaStart {
   int port = 0;
   bool replacement = false;
   std::vector<std::string> excluded_nodes;
+  bool spread = false;  // the exclusions keep it off its siblings' nodes
 };
 
 struct ServicePlan {

@@ -38,6 +38,7 @@ std::string service_record_json(const ServiceRecord& r) {
   json_set(o, "created", json_integer(r.created));
   json_set(o, "desired", json_integer(r.desired));
   json_set(o, "stopped", json_boolean(r.stopped));
+  json_set(o, "deleted", json_boolean(r.deleted));
   json_set(o, "lastScaled", json_integer(r.last_scaled));
   json_set(o, "lowerDemandSince", json_integer(r.lower_demand_since));
   json_set(o, "lowerDemandPeak", json_integer(r.lower_demand_peak));
@@ -49,6 +50,9 @@ std::string service_record_json(const ServiceRecord& r) {
     json_set(e, "port", json_integer(x.port));
     json_set(e, "replacementJob", json_integer(x.replacement_job));
     json_set(e, "replacementPort", json_integer(x.replacement_port));
+    json_set(e, "replacementFailures", json_integer(x.replacement_failures));
+    json_set(e, "spread", json_boolean(x.spread));
+    json_set(e, "spreadGivenUp", json_boolean(x.spread_given_up));
     json_set(e, "failures", json_integer(x.failures));
     json_set(e, "notBefore", json_integer(x.not_before));
     json_set(e, "crashLooping", json_boolean(x.crash_looping));
@@ -100,6 +104,7 @@ Result<ServiceRecord> parse_service_record(std::string_view text) {
   r.created = int_of(o, "created");
   r.desired = static_cast<int>(int_of(o, "desired"));
   r.stopped = json_is_true(json_object_get(o, "stopped"));
+  r.deleted = json_is_true(json_object_get(o, "deleted"));
   r.last_scaled = int_of(o, "lastScaled");
   r.lower_demand_since = int_of(o, "lowerDemandSince");
   r.lower_demand_peak = static_cast<int>(int_of(o, "lowerDemandPeak"));
@@ -114,6 +119,9 @@ Result<ServiceRecord> parse_service_record(std::string_view text) {
     x.port = static_cast<int>(int_of(e, "port"));
     x.replacement_job = static_cast<std::uint32_t>(int_of(e, "replacementJob"));
     x.replacement_port = static_cast<int>(int_of(e, "replacementPort"));
+    x.replacement_failures = static_cast<int>(int_of(e, "replacementFailures"));
+    x.spread = json_is_true(json_object_get(e, "spread"));
+    x.spread_given_up = json_is_true(json_object_get(e, "spreadGivenUp"));
     x.failures = static_cast<int>(int_of(e, "failures"));
     x.not_before = int_of(e, "notBefore");
     x.crash_looping = json_is_true(json_object_get(e, "crashLooping"));

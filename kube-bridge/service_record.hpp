@@ -35,6 +35,7 @@ struct ReplicaState {
   // is the old one cancelled (the replica keeps serving meanwhile).
   std::uint32_t replacement_job = 0;
   int replacement_port = 0;
+  int replacement_failures = 0;  // replacements in a row that ended before taking over
   int failures = 0;           // consecutive failures of its own (a node's fault does not count)
   std::time_t not_before = 0;  // back-off: no new job before this
   bool crash_looping = false;
@@ -46,6 +47,8 @@ struct ReplicaState {
   int start_failures = 0;                // Slurm refused its last starts: the next asks for any node
   std::uint32_t last_job = 0;            // its previous job (its output, while it waits)
   std::time_t started_at = 0;            // when its newest job (or replacement) was submitted
+  bool spread = false;                   // its job was submitted kept off its siblings' nodes
+  bool spread_given_up = false;          // such a job waited too long: the next may go anywhere
   bool operator==(const ReplicaState&) const = default;
 };
 
@@ -58,6 +61,7 @@ struct ServiceRecord {
   std::time_t created = 0;
   int desired = 1;
   bool stopped = false;
+  bool deleted = false;  // deleted: kept (stopped) only until none of its jobs runs
   std::time_t last_scaled = 0;
   std::time_t lower_demand_since = 0;  // scaling: since when fewer replicas would do; 0: not
   int lower_demand_peak = 0;           // the most replicas wanted since then

@@ -155,6 +155,9 @@ void read_service_fields(SpecReader& r, const json_t* root, WorkloadSpec& spec) 
   if (!max_given) svc.max_replicas = std::max(svc.max_replicas, svc.min_replicas);
   if (!min_given) svc.min_replicas = std::min(svc.min_replicas, svc.max_replicas);
   if (!has_replicas) svc.replicas = svc.min_replicas;
+  if (const json_t* t = json_object_get(root, "timeLimit"); json_is_integer(t) && json_integer_value(t) < kMinServiceTimeLimitMinutes)
+    r.error("timeLimit", "a service's replicas run until stopped: give at least " + std::to_string(kMinServiceTimeLimitMinutes) +
+                             " minutes (each job is replaced 2 minutes before its limit), or leave it out");
   if (svc.port && svc.port + 2 * svc.max_replicas - 1 > 65535)
     r.error("port", "leaves no room for the replicas' ports: each job of the service listens on a port of its own, from port "
                     "up to port + 2 x maxReplicas - 1; give a port of at most " + std::to_string(65536 - 2 * svc.max_replicas));

@@ -98,5 +98,6 @@ constexpr std::size_t kMaxListItems = 1024;
 constexpr int kMaxReplicas = 256;
 constexpr int kMinServicePort = 1024;  // users' processes cannot listen below it
 constexpr int kMaxCooldownSeconds = 24 * 3600;
+constexpr int kMinServiceTimeLimitMinutes = 10;
 
 }  // namespace safe::bridge

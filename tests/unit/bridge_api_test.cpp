@@ -654,6 +654,8 @@ TEST_F(BridgeServiceTest, StopAndDeleteLeaveNoJobAndNoFile) {
   EXPECT_EQ(slurm.submitted.size(), 2u);
   EXPECT_EQ(call("DELETE", "/api/v1/workloads/svc-web", "alice").status, 200);
   EXPECT_EQ(call("GET", "/api/v1/workloads/svc-web", "alice").status, 404);
+  EXPECT_TRUE(std::filesystem::exists(state.path() + "/bridge/services/web.json")) << "kept until the next pass sees no job";
+  controller->pass();
   EXPECT_FALSE(std::filesystem::exists(state.path() + "/bridge/services/web.json"));
   EXPECT_FALSE(std::filesystem::exists(state.path() + "/bridge/endpoints/web.json"));
 }

@@ -85,7 +85,7 @@ class ServicePlanTest : public ::testing::Test {
   }
   ServiceObservation seen = [] {
     ServiceObservation s;
-    s.usable_nodes = {"n1", "n2", "n3", "n4"};
+    s.usable_nodes = s.free_nodes = {"n1", "n2", "n3", "n4"};
     return s;
   }();
   std::uint32_t next_id = 100;
@@ -213,12 +213,49 @@ TEST_F(ServicePlanTest, ANewJobIsKeptOffTheOtherReplicasNodesWhileOtherNodesServ
   ASSERT_EQ(plan.starts.size(), 1u);
   EXPECT_EQ(plan.starts[0].excluded_nodes, (std::vector<std::string>{"n1", "n2"}));
   // Only their nodes left in service: no spreading (the job may share a node).
-  seen.usable_nodes = {"n1", "n2"};
+  seen.usable_nodes = seen.free_nodes = {"n1", "n2"};
   seen.jobs[103] = ended(1, 1000, "n3");
   pass(r, r.replicas[2].not_before + 100);
   plan = pass(r, r.replicas[2].not_before);
   ASSERT_EQ(plan.starts.size(), 1u);
   EXPECT_TRUE(plan.starts[0].excluded_nodes.empty());
+}
+
+TEST_F(ServicePlanTest, AJobKeptOffItsSiblingsNodesThatWaitsAMinuteGoesAgainAnywhere) {
+  ServiceRecord r = service(2);
+  start_all(r, 1000);  // 100 on n1, 101 on n2
+  seen.jobs[101] = ended(1, 900, "n2");
+  pass(r, 1001);
+  ServicePlan plan = pass(r, r.replicas[1].not_before);
+  ASSERT_EQ(plan.starts.size(), 1u);
+  EXPECT_TRUE(plan.starts[0].spread);
+  std::uint32_t waiting = r.replicas[1].job_id;
+  seen.jobs[waiting] = pending("Resources");  // the other nodes are full
+  std::time_t t = r.replicas[1].started_at;
+  EXPECT_TRUE(pass(r, t + kSpreadWaitS - 1).cancels.empty());
+  plan = pass(r, t + kSpreadWaitS);
+  EXPECT_EQ(plan.cancels, std::vector<std::uint32_t>{waiting});
+  ASSERT_EQ(plan.starts.size(), 1u);
+  EXPECT_FALSE(plan.starts[0].spread);
+  EXPECT_TRUE(plan.starts[0].excluded_nodes.empty());
+  // Waiting for the quota is not waiting for a node: it is left alone.
+  ServiceRecord q = service(2);
+  seen.jobs.clear();
+  start_all(q, 2000);
+  seen.jobs[next_id - 1] = pending("Licenses");
+  EXPECT_TRUE(pass(q, 2000 + 10 * kSpreadWaitS).cancels.empty());
+}
+
+TEST_F(ServicePlanTest, NoSpreadingOntoNodesThatAreBusy) {
+  ServiceRecord r = service(2);
+  seen.free_nodes = {"n2"};
+  start_all(r, 1000);  // 100 on n1; n2 idle
+  seen.free_nodes = {};  // n2 taken meanwhile by another job
+  seen.jobs[101] = ended(1, 900, "n2");
+  pass(r, 1001);
+  ServicePlan plan = pass(r, r.replicas[1].not_before);
+  ASSERT_EQ(plan.starts.size(), 1u);
+  EXPECT_FALSE(plan.starts[0].spread) << "it would wait for a busy node while n1 has room";
 }
 
 TEST_F(ServicePlanTest, OnAnUnhealthyNodeTheReplacementIsTriedEveryTenSecondsOnAnyNodeOnceRefused) {
@@ -333,13 +370,21 @@ TEST_F(ServicePlanTest, AReplacementThatFailsBacksOffLikeTheReplica) {
   seen.jobs[100] = running("n1");
   seen.jobs[100].node_unhealthy = true;
   pass(r, 1001);  // replacement 101
-  seen.jobs[101] = ended(1, 1001, "n2");
-  ServicePlan plan = pass(r, 1002);
-  EXPECT_TRUE(plan.starts.empty()) << "a second replacement at once";
-  EXPECT_EQ(r.replicas[0].failures, 1);
-  plan = pass(r, r.replicas[0].not_before);
-  ASSERT_EQ(plan.starts.size(), 1u);
-  EXPECT_TRUE(plan.starts[0].replacement);
+  std::time_t t = 1002;
+  std::vector<int> waits;
+  for (int i = 0; i < 3; ++i) {
+    seen.jobs[r.replicas[0].replacement_job] = ended(1, t - 1, "n2");
+    ServicePlan plan = pass(r, t);
+    EXPECT_TRUE(plan.starts.empty()) << "a second replacement at once";
+    waits.push_back(static_cast<int>(r.replicas[0].not_before - t));
+    t = r.replicas[0].not_before;
+    plan = pass(r, t);
+    ASSERT_EQ(plan.starts.size(), 1u);
+    EXPECT_TRUE(plan.starts[0].replacement);
+  }
+  // Counted apart: the old job, ready all along, does not clear them.
+  EXPECT_EQ(waits, (std::vector<int>{kFirstReplacementBackoffS, 2 * kFirstReplacementBackoffS, 4 * kFirstReplacementBackoffS}));
+  EXPECT_EQ(r.replicas[0].failures, 0) << "the replica itself did not fail";
 }
 
 TEST_F(ServicePlanTest, AReplicaLostWithItsNodeSoonAfterItsStartBacksOff) {
