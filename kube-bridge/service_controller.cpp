@@ -274,14 +274,13 @@ void ServiceController::pass() {
   publish();
 }
 
-int ServiceController::act(Service& s, const ServicePlan& plan) {
+void ServiceController::act(Service& s, const ServicePlan& plan) {
   ServiceRecord& r = s.record;
   for (auto id : plan.cancels)
     if (Status cancelled = slurm_.cancel(id); !cancelled)
       log_linef(LogPriority::warning, "safe-kube-bridge: service %s: cannot cancel job %u: %s (tried again next pass)",
                 r.spec.name.c_str(), id, cancelled.error().c_str());
-  if (plan.starts.empty()) return 0;
-  int took = 0;
+  if (plan.starts.empty()) return;
   auto user = users_.by_uid(r.uid);
   for (const auto& start : plan.starts) {
     if (!user) {
@@ -290,14 +289,9 @@ int ServiceController::act(Service& s, const ServicePlan& plan) {
     }
     SlurmJobRequest request = replica_job_request(r.spec, *user, r.work_dir, start.index, start.port, start.excluded_nodes);
     auto submitted = slurm_.submit(request);
-    if (!submitted) {
-      record_start_failed(r, start, submitted.error(), s.seen.now);
-    } else {
-      record_start(r, start, *submitted, s.seen.now);
-      ++took;
-    }
+    if (!submitted) record_start_failed(r, start, submitted.error(), s.seen.now);
+    else record_start(r, start, *submitted, s.seen.now);
   }
-  return took;
 }
 
 void ServiceController::save(Service& s) {

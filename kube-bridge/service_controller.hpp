@@ -98,8 +98,8 @@ class ServiceController : public WorkloadTarget {
     std::map<std::string, LogSource> logs;
     std::string metrics;
   };
-  // Cancels and submits; how many submits Slurm took.
-  int act(Service& s, const ServicePlan& plan);
+  // Cancels and submits, recording each start's outcome in the service's record.
+  void act(Service& s, const ServicePlan& plan);
   void save(Service& s);
   void publish();  // under mutex_
   int start_budget();

@@ -1,7 +1,6 @@
 #include "kube-bridge/service_record.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "common/json_value.hpp"
 
@@ -11,11 +10,6 @@ namespace {
 long long int_of(const json_t* o, const char* key) {
   const json_t* v = json_object_get(o, key);
   return json_is_integer(v) ? json_integer_value(v) : 0;
-}
-
-std::string str_of(const json_t* o, const char* key) {
-  const json_t* v = json_object_get(o, key);
-  return json_is_string(v) ? std::string(json_string_value(v), json_string_length(v)) : std::string();
 }
 
 }  // namespace
@@ -89,18 +83,16 @@ Result<ServiceRecord> parse_service_record(std::string_view text) {
   Json j = json_take(json_loadb(text.data(), text.size(), 0, nullptr));
   const json_t* o = j.get();
   if (!json_is_object(o) || int_of(o, "version") != 1) return Error{"not a service record of this bridge (version 1)"};
-  char* dumped = json_dumps(json_object_get(o, "spec"), JSON_COMPACT);
-  if (!dumped) return Error{"the record has no spec"};
-  std::string spec_json(dumped);
-  std::free(dumped);
+  std::string spec_json = json_dump(json_object_get(o, "spec"), JSON_COMPACT);
+  if (spec_json.empty()) return Error{"the record has no spec"};
   SpecParse parsed = parse_workload_spec(spec_json);
   if (!parsed.spec) return Error{"the record's spec does not parse: " + (parsed.errors.empty() ? std::string("?") : parsed.errors[0].path + " " + parsed.errors[0].message)};
   ServiceRecord r;
   r.spec = *parsed.spec;
-  r.user = str_of(o, "user");
+  r.user = json_string_or(o, "user");
   r.uid = static_cast<uid_t>(int_of(o, "uid"));
   r.gid = static_cast<gid_t>(int_of(o, "gid"));
-  r.work_dir = str_of(o, "workDir");
+  r.work_dir = json_string_or(o, "workDir");
   r.created = int_of(o, "created");
   r.desired = static_cast<int>(int_of(o, "desired"));
   r.stopped = json_is_true(json_object_get(o, "stopped"));
@@ -127,7 +119,7 @@ Result<ServiceRecord> parse_service_record(std::string_view text) {
     x.crash_looping = json_is_true(json_object_get(e, "crashLooping"));
     x.restarts = static_cast<int>(int_of(e, "restarts"));
     x.ready_since = int_of(e, "readySince");
-    x.last_failure = str_of(e, "lastFailure");
+    x.last_failure = json_string_or(e, "lastFailure");
     x.unhealthy_job = static_cast<std::uint32_t>(int_of(e, "unhealthyJob"));
     x.start_failures = static_cast<int>(int_of(e, "startFailures"));
     x.last_job = static_cast<std::uint32_t>(int_of(e, "lastJob"));
@@ -139,7 +131,7 @@ Result<ServiceRecord> parse_service_record(std::string_view text) {
   }
   json_array_foreach(json_object_get(o, "cancelled"), i, e) if (json_is_integer(e)) r.cancelled.insert(static_cast<std::uint32_t>(json_integer_value(e)));
   json_array_foreach(json_object_get(o, "events"), i, e) {
-    r.events.push_back({int_of(e, "time"), str_of(e, "type"), static_cast<int>(int_of(e, "replica")), str_of(e, "message")});
+    r.events.push_back({int_of(e, "time"), json_string_or(e, "type"), static_cast<int>(int_of(e, "replica")), json_string_or(e, "message")});
   }
   return r;
 }
